@@ -1,0 +1,92 @@
+"""The agent record schema: the contract between agents, runner and analysis.
+
+One event a line in ``agents/rank<r>.jsonl``.  Every event carries ``t``
+(ns, CLOCK_REALTIME), ``kind``, ``iter`` and ``step``; the fields each kind
+adds are listed in ``KIND_FIELDS``.  Everything that writes or checks an agent
+record imports this module, so the schema lives here only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import IO, Any
+
+COMMON_FIELDS = ("t", "kind", "job", "rank", "iter", "step")
+
+# kind -> fields it must carry besides COMMON_FIELDS
+KIND_FIELDS: dict[str, tuple[str, ...]] = {
+    "iter_start": (),
+    # k: step index inside the iteration (0 .. 2(N-1)-1); phase "rs" | "ag"
+    "step_start": ("k", "phase", "send_chunk", "recv_chunk"),
+    "step_end": ("k", "phase", "bytes"),
+    # exact: the AllReduce result matched the reference sum
+    "iter_end": ("exact",),
+    # why: "timeout" | "gap"
+    "retransmit": ("offset", "length", "why"),
+    # a CNP sent (dir "tx", by the receiver) or received (dir "rx", by the sender)
+    "cnp": ("dir", "peer"),
+    # DCQCN state of the sender after a change, rates in bit/s
+    "rate": ("rc", "rt", "alpha"),
+    # counters of dropped or odd packets, written at the end of a run
+    "stats": ("counters",),
+    # something failed: what it was waiting for, then the agent exits non-zero
+    "error": ("reason",),
+}
+
+KINDS = tuple(KIND_FIELDS)
+
+
+class SchemaError(ValueError):
+    pass
+
+
+def now_ns() -> int:
+    return time.clock_gettime_ns(time.CLOCK_REALTIME)
+
+
+def validate(event: dict[str, Any]) -> None:
+    """Raise SchemaError naming the first problem of one event."""
+    for name in COMMON_FIELDS:
+        if name not in event:
+            raise SchemaError(f"event lacks field '{name}': {event}")
+    kind = event["kind"]
+    if kind not in KIND_FIELDS:
+        raise SchemaError(f"unknown event kind '{kind}'")
+    if not isinstance(event["t"], int) or event["t"] <= 0:
+        raise SchemaError(f"'t' must be a positive integer of ns: {event}")
+    for name in ("iter", "step"):
+        if not isinstance(event[name], int):
+            raise SchemaError(f"'{name}' must be an integer: {event}")
+    for name in KIND_FIELDS[kind]:
+        if name not in event:
+            raise SchemaError(f"{kind} event lacks field '{name}': {event}")
+
+
+class EventLog:
+    """Append-only JSONL writer; each line is flushed so a kill loses at most
+    the line being written."""
+
+    def __init__(self, path: str | os.PathLike, job: int, rank: int):
+        self.job = job
+        self.rank = rank
+        self._file: IO[str] = open(path, "a", encoding="utf-8", buffering=1)
+
+    def emit(self, kind: str, iter: int, step: int, t: int | None = None, **fields: Any) -> dict:
+        event = {"t": t if t is not None else now_ns(), "kind": kind, "job": self.job,
+                 "rank": self.rank, "iter": iter, "step": step, **fields}
+        validate(event)
+        self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
+        self._file.flush()
+        return event
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+    def __enter__(self) -> "EventLog":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
