@@ -1,0 +1,161 @@
+"""The control plane, one module for both targets (BMv2 and the twin).
+
+The pure half computes what every switch needs from the topology, its routes
+and the jobs' placement: `forward` entries, the job flows crossing each
+switch with their n_local, the per-port queue rate and depth, the hosts'
+static ARP entries.  The I/O half (``install``, ``dump_switch``) pushes them
+through a client with SimpleSwitchThriftAPI's methods: p4-utils'
+SimpleSwitchThriftAPI for bmv2, topologies.twin.client.TwinClient for soft.
+
+n_local is per switch and job: the number of the job's ring flows whose path
+crosses that switch.  The P4 program keeps `step_count` and `frontier` per
+job (not per port), so a switch compares a flow with all the job's flows it
+sees; per-port counting would need per-port frontiers the program does not
+have.
+
+Queue rate: BMv2's set_queue_rate counts packets per second, not bytes, so
+a link's rate becomes rate_bit_s / (8 * ASSUMED_PACKET_BYTES) with full-size
+1500-byte frames assumed; small packets (ACKs, CNPs) then take a full slot
+each, which slightly under-uses the link when many small packets pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from topologies.placement import ring_flows
+from topologies.topo import HOST_LINK, TopoSpec, next_ports, route
+
+ASSUMED_PACKET_BYTES = 1500
+
+
+def rate_to_pps(rate_mbit: float | None) -> int | None:
+    """Queue drain rate for a link rate; None = unlimited."""
+    if not rate_mbit:
+        return None
+    return max(1, round(rate_mbit * 1e6 / (8 * ASSUMED_PACKET_BYTES)))
+
+
+@dataclass(frozen=True)
+class ForwardEntry:
+    prefix: str        # "10.0.0.1/32"
+    port: int
+    dst_mac: str
+
+
+@dataclass(frozen=True)
+class FlowEntry:
+    src_ip: str
+    dst_ip: str
+    dport: int
+    flow_id: int       # index into the per-flow registers of this switch
+    job_slot: int      # index of the job at this switch (step_count/frontier)
+    job: int           # job id (informational)
+    n_local: int
+    threshold: int
+    enabled: int       # 0: baseline, 1: Symphony
+
+
+@dataclass(frozen=True)
+class PortQueue:
+    port: int
+    link: str
+    pps: int | None    # None: unlimited
+    depth: int
+
+
+@dataclass
+class SwitchPlan:
+    name: str
+    forward: list[ForwardEntry]
+    flows: list[FlowEntry]
+    queues: list[PortQueue]
+    jobs: dict[int, int]            # job id -> job slot at this switch
+
+
+# --- pure computations -----------------------------------------------------
+
+def forward_entries(topo: TopoSpec, table: dict | None = None) -> dict[str, list[ForwardEntry]]:
+    table = table if table is not None else next_ports(topo)
+    out: dict[str, list[ForwardEntry]] = {s.name: [] for s in topo.switches}
+    for (sw, dst), port in sorted(table.items()):
+        h = topo.host(dst)
+        out[sw].append(ForwardEntry(f"{h.ip}/32", port, h.mac))
+    return out
+
+
+def flows_by_switch(topo: TopoSpec, specs: list[dict], table: dict | None = None
+                    ) -> dict[str, list[tuple[int, str, str, int]]]:
+    """switch -> [(job id, src host, dst host, data port)] of the ring flows
+    whose path crosses it, in job then rank order."""
+    table = table if table is not None else next_ports(topo)
+    out: dict[str, list] = {s.name: [] for s in topo.switches}
+    for spec in specs:
+        for src, dst, dport in ring_flows(spec):
+            for hop in route(topo, src, dst, table):
+                out[hop.switch].append((spec["job"], src, dst, dport))
+    return out
+
+
+def n_local(topo: TopoSpec, specs: list[dict], table: dict | None = None) -> dict[tuple[str, int], int]:
+    """(switch, job id) -> number of the job's ring flows crossing the switch."""
+    counts: dict[tuple[str, int], int] = {}
+    for sw, flows in flows_by_switch(topo, specs, table).items():
+        for job, *_ in flows:
+            counts[(sw, job)] = counts.get((sw, job), 0) + 1
+    return counts
+
+
+def flow_entries(topo: TopoSpec, specs: list[dict], threshold: int, enabled: bool,
+                 max_flows: int | None = None, max_jobs: int | None = None,
+                 table: dict | None = None) -> dict[str, tuple[list[FlowEntry], dict[int, int]]]:
+    """switch -> (flow entries, job id -> slot).  Flow ids and job slots are
+    dense per switch, in job then rank order; raises ValueError when a switch
+    would need more than the program's register sizes."""
+    counts = n_local(topo, specs, table)
+    out = {}
+    for sw, flows in flows_by_switch(topo, specs, table).items():
+        slots: dict[int, int] = {}
+        entries = []
+        for job, src, dst, dport in flows:
+            slot = slots.setdefault(job, len(slots))
+            entries.append(FlowEntry(topo.host(src).ip, topo.host(dst).ip, dport, len(entries), slot,
+                                     job, counts[(sw, job)], threshold, int(bool(enabled))))
+        if max_flows is not None and len(entries) > max_flows:
+            raise ValueError(f"switch {sw}: {len(entries)} job flows exceed the program's {max_flows} flow slots")
+        if max_jobs is not None and len(slots) > max_jobs:
+            raise ValueError(f"switch {sw}: {len(slots)} jobs exceed the program's {max_jobs} job slots")
+        out[sw] = (entries, slots)
+    return out
+
+
+def port_queues(topo: TopoSpec, depth: int) -> dict[str, list[PortQueue]]:
+    """Every switch egress port drains at its link's rate (the twin and BMv2
+    queue there, where the program sees the depth)."""
+    out = {}
+    for sw in topo.switches:
+        out[sw.name] = [PortQueue(port, link.name, rate_to_pps(link.rate_mbit), depth)
+                        for port, (_, _, link) in sorted(topo.ports(sw.name).items())]
+    return out
+
+
+def arp_entries(topo: TopoSpec) -> dict[str, list[tuple[str, str]]]:
+    """host -> [(ip, mac)] of every other host (all hosts share one subnet,
+    the switches route by IPv4 destination and rewrite the MACs)."""
+    return {h.name: [(o.ip, o.mac) for o in topo.hosts if o.name != h.name] for h in topo.hosts}
+
+
+def plan(topo: TopoSpec, specs: list[dict], threshold: int, enabled: bool,
+         depth: int, max_flows: int | None = None, max_jobs: int | None = None) -> dict[str, SwitchPlan]:
+    table = next_ports(topo)
+    fwd = forward_entries(topo, table)
+    flows = flow_entries(topo, specs, threshold, enabled, max_flows, max_jobs, table)
+    queues = port_queues(topo, depth)
+    return {s.name: SwitchPlan(s.name, fwd[s.name], flows[s.name][0], queues[s.name], flows[s.name][1])
+            for s in topo.switches}
+
+
+def host_link_ports(topo: TopoSpec) -> dict[str, list[int]]:
+    """switch -> ports facing hosts."""
+    return {s.name: [p for p, (_, _, link) in sorted(topo.ports(s.name).items()) if link.cls == HOST_LINK]
+            for s in topo.switches}
