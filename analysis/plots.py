@@ -1,0 +1,230 @@
+"""PNG plots of one or many runs (matplotlib, Agg backend: no display needed).
+
+Each function takes already-computed values (events, curves, metrics dicts),
+draws one figure and writes it to ``path``.  Time axes are seconds from each
+run's start (its first agent event), so runs line up.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+
+PHASE_COLOURS = {"rs": ("#1f77b4", "#6baed6"), "ag": ("#e6550d", "#fdae6b")}  # (even k, odd k)
+JITTER_COLOUR = "#d62728"
+VARIANT_COLOURS = {"baseline": "#555555", "symphony": "#2ca02c"}
+DPI = 110
+
+
+def variant_colour(variant: str, i: int = 0) -> str:
+    if variant in VARIANT_COLOURS:
+        return VARIANT_COLOURS[variant]
+    return plt.get_cmap("tab10")(i % 10)
+
+
+def _save(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def _step_segments(events: list[dict[str, Any]], t0: int) -> dict[tuple[int, int], list[tuple[float, float, str, int]]]:
+    """(job, rank) -> [(start_s, duration_s, phase, k)] from step_start/step_end pairs."""
+    open_steps: dict[tuple[int, int, int], dict[str, Any]] = {}
+    out: dict[tuple[int, int], list[tuple[float, float, str, int]]] = {}
+    for e in events:
+        key = (e["job"], e["rank"], e["step"])
+        if e["kind"] == "step_start":
+            open_steps[key] = e
+            out.setdefault((e["job"], e["rank"]), [])
+        elif e["kind"] == "step_end" and key in open_steps:
+            s = open_steps.pop(key)
+            out[(e["job"], e["rank"])].append(((s["t"] - t0) / 1e9, (e["t"] - s["t"]) / 1e9, s["phase"], s["k"]))
+    for key, s in open_steps.items():  # started, never ended: draw a stub, hatched
+        out[(key[0], key[1])].append(((s["t"] - t0) / 1e9, 0.0, s["phase"], -1))
+    return out
+
+
+def plot_timeline(panels: Sequence[dict[str, Any]], path: Path) -> Path:
+    """Per-step timeline, one panel per run stacked on a shared time axis.
+
+    panel: {"title", "events" (parsed agent events), "t0" (ns), "jitter"
+    (windows with start_ns/end_ns and "rank" and/or "link")}."""
+    rows_per_panel = [len({(e["job"], e["rank"]) for e in p["events"]}) or 1 for p in panels]
+    height = sum(0.35 * r + 1.1 for r in rows_per_panel) + 0.8
+    fig, axes = plt.subplots(len(panels), 1, sharex=True, squeeze=False,
+                             figsize=(11, max(3.0, height)),
+                             gridspec_kw={"height_ratios": [r + 2 for r in rows_per_panel]})
+    jitter_drawn = False
+    for ax, panel in zip(axes[:, 0], panels):
+        t0 = panel["t0"]
+        segs = _step_segments(panel["events"], t0)
+        rows = sorted(segs)
+        for y, key in enumerate(rows):
+            for start, dur, phase, k in segs[key]:
+                colours = PHASE_COLOURS.get(phase, ("#999999", "#bbbbbb"))
+                if k < 0:
+                    ax.barh(y, 0.002, left=start, height=0.7, color="none", edgecolor="black", hatch="//")
+                    continue
+                ax.barh(y, dur, left=start, height=0.7, color=colours[k % 2], edgecolor="white", linewidth=0.3)
+        for w in panel.get("jitter", []):
+            a, b = (w["start_ns"] - t0) / 1e9, (w["end_ns"] - t0) / 1e9
+            rank = w.get("rank")
+            row = [i for i, key in enumerate(rows) if isinstance(rank, int) and key[1] == rank]
+            if row:  # a rank's own link: shade its row
+                ax.fill_betweenx([row[0] - 0.5, row[0] + 0.5], a, b, color=JITTER_COLOUR, alpha=0.18, zorder=0)
+            else:
+                ax.axvspan(a, b, color=JITTER_COLOUR, alpha=0.12, zorder=0)
+            label = str(w.get("kind", "jitter")) + (f" {w['link']}" if w.get("link") else "")
+            y_text = row[0] - 0.5 if row else -0.5
+            ax.text(a, y_text, " " + label, fontsize=7, color=JITTER_COLOUR, va="bottom", ha="left")
+            jitter_drawn = True
+        ax.set_yticks(range(len(rows)))
+        multi_job = len({k[0] for k in rows}) > 1
+        ax.set_yticklabels([f"job {j} rank {r}" if multi_job else f"rank {r}" for j, r in rows])
+        ax.set_ylim(-0.9, len(rows) - 0.4)
+        ax.invert_yaxis()
+        ax.set_title(panel["title"], fontsize=10, loc="left")
+        ax.grid(axis="x", alpha=0.3)
+    axes[-1, 0].set_xlabel("time since run start (s)")
+    handles = [Patch(color=PHASE_COLOURS["rs"][0], label="reduce-scatter step"),
+               Patch(color=PHASE_COLOURS["ag"][0], label="all-gather step")]
+    if jitter_drawn:
+        handles.append(Patch(color=JITTER_COLOUR, alpha=0.3, label="jitter window"))
+    fig.legend(handles=handles, loc="upper right", ncol=len(handles), fontsize=8, frameon=False)
+    fig.suptitle("Per-step timeline (bar = one ring step of one rank; shades alternate between steps)",
+                 fontsize=11, x=0.01, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    return _save(fig, path)
+
+
+def plot_misalignment(series: dict[str, list[dict[str, Any]]], path: Path) -> Path:
+    """series: variant -> [{"label", "curve": [[t_s, value], ...]}]; one panel per variant."""
+    variants = list(series)
+    fig, axes = plt.subplots(len(variants), 1, sharex=True, sharey=True, squeeze=False,
+                             figsize=(11, 1.0 + 2.2 * len(variants)))
+    peak = 1
+    for i, (ax, variant) in enumerate(zip(axes[:, 0], variants)):
+        cmap = plt.get_cmap("tab10")
+        for j, s in enumerate(series[variant]):
+            curve = s["curve"]
+            if not curve:
+                continue
+            xs = [p[0] for p in curve]
+            ys = [p[1] for p in curve]
+            peak = max(peak, max(ys))
+            ax.step(xs, ys, where="post", lw=1.2, alpha=0.85, color=cmap(j % 10), label=s["label"])
+        ax.set_title(f"{variant}", fontsize=10, loc="left")
+        ax.set_ylabel("misalignment\n(steps)")
+        ax.grid(alpha=0.3)
+        if series[variant]:
+            ax.legend(fontsize=7, loc="upper right", ncol=min(4, len(series[variant])), frameon=False)
+    axes[0, 0].set_ylim(-0.2, peak + 0.8)
+    axes[0, 0].yaxis.get_major_locator().set_params(integer=True)
+    axes[-1, 0].set_xlabel("time since run start (s)")
+    fig.suptitle("Step misalignment over time (newest minus oldest current step across ranks)",
+                 fontsize=11, x=0.01, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    return _save(fig, path)
+
+
+def plot_cct(samples: dict[str, list[float]], path: Path) -> Path:
+    """Box plot of CCT per variant, every sample drawn as a dot over it."""
+    variants = [v for v in samples if samples[v]]
+    fig, ax = plt.subplots(figsize=(1.8 + 1.9 * max(1, len(variants)), 4.2))
+    if variants:
+        data = [samples[v] for v in variants]
+        box = ax.boxplot(data, patch_artist=True, widths=0.5, showmeans=True,
+                         meanprops={"marker": "D", "markerfacecolor": "white", "markeredgecolor": "black"})
+        ax.set_xticks(range(1, len(variants) + 1), [f"{v}\n(n={len(samples[v])})" for v in variants])
+        for i, (patch, v) in enumerate(zip(box["boxes"], variants)):
+            patch.set_facecolor(variant_colour(v, i))
+            patch.set_alpha(0.35)
+            n = len(samples[v])
+            xs = [i + 1 + 0.18 * ((j % 7) - 3) / 3 for j in range(n)]
+            ax.scatter(xs, samples[v], s=14, color=variant_colour(v, i), zorder=3)
+        ax.legend(handles=[Line2D([], [], marker="D", ls="", markerfacecolor="white", markeredgecolor="black",
+                                  label="mean"),
+                           Line2D([], [], marker="o", ls="", color="#444444", label="one iteration")],
+                  fontsize=8, loc="best")
+    else:
+        ax.text(0.5, 0.5, "no completed iterations", ha="center", va="center", transform=ax.transAxes)
+    ax.set_ylabel("collective completion time (s)")
+    ax.set_title("CCT per variant (every iteration of every run)", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_rates(panels: Sequence[dict[str, Any]], path: Path) -> Path:
+    """DCQCN current rate Rc per flow, with a tick for each CNP the sender got.
+
+    panel: {"title", "traces" (metrics' rates: label -> {t_s, rc_bps, cnp_rx_t_s}),
+    "link_rate_bps" or None, "t_end_s"}."""
+    fig, axes = plt.subplots(len(panels), 1, sharex=True, sharey=True, squeeze=False,
+                             figsize=(11, 1.0 + 2.6 * len(panels)))
+    cmap = plt.get_cmap("tab10")
+    for ax, panel in zip(axes[:, 0], panels):
+        traces = panel["traces"]
+        for j, (label, tr) in enumerate(sorted(traces.items())):
+            colour = cmap(j % 10)
+            xs = list(tr["t_s"])
+            ys = [v / 1e6 for v in tr["rc_bps"]]
+            if xs and panel.get("t_end_s") and panel["t_end_s"] > xs[-1]:
+                xs.append(panel["t_end_s"])
+                ys.append(ys[-1])
+            ax.step(xs, ys, where="post", lw=1.2, color=colour, label=f"{label} ({len(tr['cnp_rx_t_s'])} CNPs)")
+            # CNP ticks in a band at the bottom of the axes, one lane per flow
+            ax.plot(tr["cnp_rx_t_s"], [0.03 + 0.045 * j] * len(tr["cnp_rx_t_s"]), ls="", marker="|",
+                    ms=7, mew=1.5, color=colour, transform=ax.get_xaxis_transform())
+        if panel.get("link_rate_bps"):
+            ax.axhline(panel["link_rate_bps"] / 1e6, ls="--", color="black", lw=0.8, label="link rate")
+        if not traces:
+            ax.text(0.5, 0.5, "no rate events (DCQCN off or TCP)", ha="center", va="center",
+                    transform=ax.transAxes)
+        ax.set_title(panel["title"] + "   (ticks at the bottom: CNPs received)", fontsize=10, loc="left")
+        ax.set_ylabel("Rc (Mbit/s)")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        if traces:
+            ax.legend(fontsize=7, loc="lower right", ncol=2, frameon=True, framealpha=0.8)
+    axes[-1, 0].set_xlabel("time since run start (s)")
+    fig.suptitle("DCQCN sending rate per ring flow", fontsize=11, x=0.01, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 0.96), h_pad=2.0)
+    return _save(fig, path)
+
+
+def plot_marks(marks: dict[str, dict[str, dict[str, tuple[float, float]]]], path: Path) -> Path:
+    """marks: variant -> switch -> cause -> (mean per run, std); one panel per cause."""
+    causes = ("sym_marks", "queue_marks")
+    titles = {"sym_marks": "Symphony marks (outpacing flows)", "queue_marks": "queue marks (Kmin/Kmax)"}
+    variants = list(marks)
+    switches = sorted({sw for v in variants for sw in marks[v]})
+    fig, axes = plt.subplots(1, 2, sharey=True, figsize=(max(8, 2.5 + 1.4 * len(switches) * 2), 4))
+    width = 0.8 / max(1, len(variants))
+    for ax, cause in zip(axes, causes):
+        for i, v in enumerate(variants):
+            xs = [s + (i - (len(variants) - 1) / 2) * width for s in range(len(switches))]
+            means = [marks[v].get(sw, {}).get(cause, (0.0, 0.0))[0] for sw in switches]
+            stds = [marks[v].get(sw, {}).get(cause, (0.0, 0.0))[1] for sw in switches]
+            ax.bar(xs, means, width=width, yerr=stds, capsize=3, color=variant_colour(v, i), alpha=0.8, label=v)
+        ax.set_xticks(range(len(switches)), switches)
+        ax.set_xlabel("switch")
+        ax.set_title(titles[cause], fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("ECN marks per run (mean ± std)")
+    axes[1].legend(fontsize=8)
+    if not switches:
+        for ax in axes:
+            ax.text(0.5, 0.5, "no switch dumps", ha="center", va="center", transform=ax.transAxes)
+    fig.suptitle("ECN marks by cause per switch", fontsize=11, x=0.01, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return _save(fig, path)

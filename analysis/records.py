@@ -1,0 +1,228 @@
+"""Readers for a run directory (DESIGN.md, "Records").
+
+Everything here is I/O at the edge: it turns files into plain Python values
+(lists of event dicts, dicts of counters) and never computes a metric.  Bad
+or missing parts are tolerated: they become a ``RecordWarning`` (which names
+the file and the line) and an entry in ``Run.warnings``, never an exception,
+because a run killed mid-write must still be readable.
+
+Jitter times (``jitter.jsonl``): each change is
+``{"kind", "link" or "rank", "start", "end", "params"}``.  ``start``/``end``
+are accepted in two forms:
+
+* integers of ns, CLOCK_REALTIME (anything above 1e15 is taken as that);
+* seconds relative to the run start, plus a ``t0``: either a field ``t0`` on
+  the same line, or a header line holding ``t0`` and no ``kind`` that applies
+  to the lines after it.  ``t0`` is ns CLOCK_REALTIME (or seconds since the
+  epoch when it is below 1e12).  Without any ``t0`` the relative times are
+  taken from the first agent event, with a warning.
+
+All jitter windows leave this module as absolute ns.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hosts.events import SchemaError, validate
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
+    import tomli as tomllib  # type: ignore[no-redef]
+
+ABS_NS_MIN = 10**15      # a time above this is ns since the epoch (year 2001+)
+EPOCH_S_MAX = 10**12     # a t0 below this is seconds since the epoch
+
+
+class RecordWarning(UserWarning):
+    """Something in a run directory was skipped or missing."""
+
+
+@dataclass
+class Run:
+    path: Path
+    meta: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)  # all ranks, sorted by t
+    switches: dict[str, dict[str, Any]] = field(default_factory=dict)
+    jitter: list[dict[str, Any]] = field(default_factory=list)  # start_ns/end_ns absolute
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def variant(self) -> str:
+        return str(self.meta.get("variant", "unknown"))
+
+    @property
+    def repeat(self) -> int | None:
+        rep = self.meta.get("repeat")
+        return rep if isinstance(rep, int) else None
+
+    @property
+    def status(self) -> str:
+        return str(self.meta.get("status", "ok"))
+
+    @property
+    def reason(self) -> str:
+        return str(self.meta.get("reason", "") or "")
+
+
+def _warn(sink: list[str], message: str) -> None:
+    sink.append(message)
+    warnings.warn(message, RecordWarning, stacklevel=3)
+
+
+def read_jsonl(path: Path, sink: list[str] | None = None) -> list[dict[str, Any]]:
+    """Parse a JSONL file, one dict a line.
+
+    A cut last line (the writer was killed mid-line) is skipped with a
+    warning; so is any other line that is not a JSON object, with a warning
+    that says it was not the last one (that is corruption, not a kill)."""
+    return [value for _, value in read_jsonl_numbered(path, sink)]
+
+
+def read_jsonl_numbered(path: Path, sink: list[str] | None = None) -> list[tuple[int, dict[str, Any]]]:
+    """``read_jsonl`` with the line number of each object."""
+    sink = [] if sink is None else sink
+    out: list[tuple[int, dict[str, Any]]] = []
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    ends_with_newline = data.endswith(b"\n")
+    if ends_with_newline:
+        lines = lines[:-1]
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            value = None
+        if isinstance(value, dict):
+            out.append((number, value))
+            continue
+        last = number == len(lines)
+        if last and not ends_with_newline:
+            _warn(sink, f"{path}:{number}: last line is cut ({len(raw)} bytes, no newline); skipped it")
+        else:
+            _warn(sink, f"{path}:{number}: not a JSON object; skipped it")
+    return out
+
+
+def read_agent_events(agents_dir: Path, sink: list[str]) -> list[dict[str, Any]]:
+    """Every valid event of every ``rank<r>.jsonl``, sorted by time."""
+    events: list[dict[str, Any]] = []
+    files = sorted(agents_dir.glob("rank*.jsonl")) if agents_dir.is_dir() else []
+    if not files:
+        _warn(sink, f"{agents_dir}: no rank<r>.jsonl files")
+    for path in files:
+        for number, event in read_jsonl_numbered(path, sink):
+            try:
+                validate(event)
+            except SchemaError as exc:
+                _warn(sink, f"{path}:{number}: {exc}; skipped it")
+                continue
+            events.append(event)
+    events.sort(key=lambda e: (e["t"], e["rank"]))
+    return events
+
+
+def read_json(path: Path, sink: list[str]) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        _warn(sink, f"{path}: missing")
+        return {}
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        _warn(sink, f"{path}: not valid JSON ({exc}); ignored it")
+        return {}
+    if not isinstance(value, dict):
+        _warn(sink, f"{path}: not a JSON object; ignored it")
+        return {}
+    return value
+
+
+def read_config(path: Path, sink: list[str]) -> dict[str, Any]:
+    if not path.exists():
+        _warn(sink, f"{path}: missing")
+        return {}
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        _warn(sink, f"{path}: not valid TOML ({exc}); ignored it")
+        return {}
+
+
+def read_switches(switches_dir: Path, sink: list[str]) -> dict[str, dict[str, Any]]:
+    if not switches_dir.is_dir():
+        return {}
+    return {p.stem: read_json(p, sink) for p in sorted(switches_dir.glob("*.json"))}
+
+
+def _t0_ns(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value * 1e9) if value < EPOCH_S_MAX else int(value)
+
+
+def _abs_ns(value: Any, t0: int | None) -> int | None:
+    """One jitter time as absolute ns, or None when it cannot be placed."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if value >= ABS_NS_MIN:
+        return int(value)
+    if t0 is None:
+        return None
+    return t0 + int(round(value * 1e9))
+
+
+def normalise_jitter(lines: list[dict[str, Any]], fallback_t0: int | None,
+                     sink: list[str], where: str = "jitter.jsonl") -> list[dict[str, Any]]:
+    """Jitter lines -> windows with ``start_ns``/``end_ns`` (absolute)."""
+    header_t0: int | None = None
+    warned_fallback = False
+    out = []
+    for number, line in enumerate(lines, start=1):
+        if "kind" not in line:
+            if "t0" in line:
+                header_t0 = _t0_ns(line["t0"])
+            continue
+        t0 = _t0_ns(line["t0"]) if "t0" in line else header_t0
+        if t0 is None and fallback_t0 is not None:
+            relative = any(isinstance(line.get(k), (int, float)) and line.get(k) < ABS_NS_MIN
+                           for k in ("start", "end"))
+            if relative and not warned_fallback:
+                _warn(sink, f"{where}: relative times without t0; taking the first agent event as t0")
+                warned_fallback = True
+            t0 = fallback_t0
+        start, end = _abs_ns(line.get("start"), t0), _abs_ns(line.get("end"), t0)
+        if start is None or end is None or end < start:
+            _warn(sink, f"{where}:{number}: start/end missing or unusable; skipped it")
+            continue
+        out.append({**line, "start_ns": start, "end_ns": end})
+    return out
+
+
+def load_run(path: str | Path) -> Run:
+    """Read everything analysis needs from one run directory."""
+    run = Run(path=Path(path))
+    sink = run.warnings
+    run.meta = read_json(run.path / "meta.json", sink)
+    if run.meta and "status" not in run.meta:
+        _warn(sink, f"{run.path / 'meta.json'}: no status; taking it as ok")
+    run.config = read_config(run.path / "config.toml", sink)
+    run.events = read_agent_events(run.path / "agents", sink)
+    run.switches = read_switches(run.path / "switches", sink)
+    jitter_path = run.path / "jitter.jsonl"
+    if jitter_path.exists():
+        first = run.events[0]["t"] if run.events else None
+        run.jitter = normalise_jitter(read_jsonl(jitter_path, sink), first, sink, str(jitter_path))
+    return run

@@ -1,0 +1,310 @@
+"""Report over one or many run directories: metrics.json per run, plots and
+report.md comparing the variants (baseline against Symphony) and repeats.
+
+The runner calls ``write_report(run_dirs, out_dir)``; the command line is
+``python3 -m analysis report RUN_DIR [RUN_DIR ...]``.
+
+What is averaged: only runs whose meta.json status is "ok".  A failed or
+interrupted run gets its metrics.json and a line in the report with its
+reason, and is left out of every mean.  CCT statistics pool every completed
+iteration of every job of every ok run of a variant (n in the table).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from statistics import mean, stdev
+from typing import Any, Iterable
+
+from analysis import metrics as m
+from analysis import plots
+from analysis.records import Run, load_run
+
+BASELINE = "baseline"
+VARIANT_ORDER = (BASELINE, "symphony")
+
+
+def _order(variants: Iterable[str]) -> list[str]:
+    vs = set(variants)
+    return [v for v in VARIANT_ORDER if v in vs] + sorted(vs - set(VARIANT_ORDER))
+
+
+def _std(xs: list[float]) -> float | None:
+    return stdev(xs) if len(xs) > 1 else (0.0 if xs else None)
+
+
+def _mean(xs: list[float]) -> float | None:
+    xs = m.finite(xs)
+    return mean(xs) if xs else None
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(value, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def analyse_run(run: Run) -> dict[str, Any]:
+    """metrics.json of one run: its identity and status, then the metrics."""
+    out = {
+        "run": run.name,
+        "variant": run.variant,
+        "repeat": run.repeat,
+        "status": run.status,
+        "reason": run.reason,
+        "target": run.meta.get("target"),
+        "seed": run.meta.get("seed"),
+        **m.run_metrics(run.events, run.switches, run.config, run.jitter),
+    }
+    out["summary"] = run_summary(out)
+    out["warnings"] = list(run.warnings)
+    return out
+
+
+def run_summary(rm: dict[str, Any]) -> dict[str, Any]:
+    """One row of figures per run, over all its jobs."""
+    jobs = rm["jobs"].values()
+    ccts = [c for j in jobs for c in j["cct_s"]]
+    iters = [i for j in jobs for i in j["iterations"]]
+    gps = [g for i in iters for g in i["goodput"].values()]
+    exact_flags = [i["exact"] for i in iters if i["exact"] is not None]
+    marks = rm["marks"]["total"]
+    return {
+        "iterations": len(iters),
+        "iterations_complete": sum(1 for i in iters if i["complete"]),
+        "cct_s": ccts,
+        "cct_mean_s": _mean(ccts),
+        "misalignment_mean": _mean([j["misalignment"]["mean"] for j in jobs]),
+        "misalignment_max": max(m.finite(j["misalignment"]["max"] for j in jobs), default=None),
+        "goodput_mean_bps": _mean([g["bps"] for g in gps]),
+        "goodput_mean_fraction": _mean([g["fraction_of_link"] for g in gps]),
+        "exact": all(exact_flags) if exact_flags else None,
+        "sym_marks": marks["sym_marks"],
+        "queue_marks": marks["queue_marks"],
+        "cnp_tx": rm["cnp"]["tx"],
+        "errors": [e for j in jobs for e in j["errors"]],
+    }
+
+
+def summarise(analysed: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per variant: ok/failed runs, CCT mean/std over pooled samples,
+    change against baseline in percent (negative = faster), misalignment,
+    marks and CNPs per run."""
+    variants = _order(a["variant"] for a in analysed)
+    out: dict[str, Any] = {"variants": {}}
+    for v in variants:
+        runs = [a for a in analysed if a["variant"] == v]
+        ok = [a for a in runs if a["status"] == "ok"]
+        ccts = [c for a in ok for c in a["summary"]["cct_s"]]
+        out["variants"][v] = {
+            "runs": len(runs),
+            "runs_ok": len(ok),
+            "runs_not_ok": [{"run": a["run"], "status": a["status"], "reason": a["reason"]}
+                            for a in runs if a["status"] != "ok"],
+            "cct_n": len(ccts),
+            "cct_mean_s": _mean(ccts),
+            "cct_std_s": _std(ccts),
+            "cct_run_means_s": [a["summary"]["cct_mean_s"] for a in ok],
+            "misalignment_mean": _mean([a["summary"]["misalignment_mean"] for a in ok]),
+            "misalignment_max": max(m.finite(a["summary"]["misalignment_max"] for a in ok), default=None),
+            "sym_marks_per_run": _mean([a["summary"]["sym_marks"] for a in ok]),
+            "queue_marks_per_run": _mean([a["summary"]["queue_marks"] for a in ok]),
+            "cnp_per_run": _mean([a["summary"]["cnp_tx"] for a in ok]),
+            "goodput_mean_fraction": _mean([a["summary"]["goodput_mean_fraction"] for a in ok]),
+            "wrong_results": [a["run"] for a in ok if a["summary"]["exact"] is False],
+        }
+    base = out["variants"].get(BASELINE, {}).get("cct_mean_s")
+    for v, row in out["variants"].items():
+        row["cct_change_pct"] = (None if v == BASELINE or base in (None, 0) or row["cct_mean_s"] is None
+                                 else (row["cct_mean_s"] - base) / base * 100.0)
+    return out
+
+
+# ---------------------------------------------------------------- plots
+
+def _pairs_by_repeat(runs: list[Run], variants: list[str]) -> list[tuple[str, list[Run]]]:
+    """Runs that belong together in a stacked plot: same repeat, one per variant."""
+    groups: dict[Any, list[Run]] = {}
+    for r in runs:
+        key = r.repeat if r.repeat is not None else r.name
+        groups.setdefault(key, []).append(r)
+    out = []
+    for key in sorted(groups, key=str):
+        members = sorted(groups[key], key=lambda r: variants.index(r.variant))
+        out.append((f"rep{key}" if isinstance(key, int) else str(key), members))
+    return out
+
+
+def _title(run: Run, rm: dict[str, Any]) -> str:
+    cct = rm["summary"]["cct_mean_s"]
+    status = "" if run.status == "ok" else f"  [{run.status.upper()}: {run.reason}]"
+    cct_s = f"mean CCT {cct:.3f} s" if cct is not None else "no completed iteration"
+    return f"{run.variant} - {run.name} - {cct_s}{status}"
+
+
+def make_plots(runs: list[Run], analysed: list[dict[str, Any]], plot_dir: Path,
+               max_timelines: int = 10) -> list[Path]:
+    by_name = {a["run"]: a for a in analysed}
+    variants = _order(r.variant for r in runs)
+    written: list[Path] = []
+    with_events = [r for r in runs if r.events]
+
+    for label, members in _pairs_by_repeat(with_events, variants)[:max_timelines]:
+        panels = [{"title": _title(r, by_name[r.name]), "events": r.events,
+                   "t0": by_name[r.name]["t0_ns"], "jitter": r.jitter} for r in members]
+        written.append(plots.plot_timeline(panels, plot_dir / f"timeline_{label}.png"))
+
+    series = {v: [{"label": (f"rep {r.repeat}" if r.repeat is not None else r.name)
+                            + (f" job {j}" if len(by_name[r.name]["jobs"]) > 1 else "")
+                            + ("" if r.status == "ok" else f" ({r.status})"),
+                   "curve": jm["misalignment_curve"]}
+                  for r in with_events if r.variant == v
+                  for j, jm in by_name[r.name]["jobs"].items()]
+              for v in variants}
+    if any(series.values()):
+        written.append(plots.plot_misalignment(series, plot_dir / "misalignment.png"))
+
+    samples = {v: [c for a in analysed if a["variant"] == v and a["status"] == "ok"
+                   for c in a["summary"]["cct_s"]] for v in variants}
+    written.append(plots.plot_cct(samples, plot_dir / "cct.png"))
+
+    rate_panels = []
+    first_pair = _pairs_by_repeat(with_events, variants)[:1]
+    for _, members in first_pair:
+        for r in members:
+            rm = by_name[r.name]
+            traces = {label: tr for jm in rm["jobs"].values() for label, tr in jm["rates"].items()}
+            ends = [jm["misalignment_curve"][-1][0] for jm in rm["jobs"].values() if jm["misalignment_curve"]]
+            rate_panels.append({"title": f"{r.variant} - {r.name}", "traces": traces,
+                                "link_rate_bps": rm.get("link_rate_bps"), "t_end_s": max(ends, default=None)})
+    if any(p["traces"] for p in rate_panels):
+        written.append(plots.plot_rates(rate_panels, plot_dir / "rates.png"))
+
+    marks: dict[str, dict[str, dict[str, tuple[float, float]]]] = {}
+    for v in variants:
+        ok = [a for a in analysed if a["variant"] == v and a["status"] == "ok"]
+        switches = sorted({sw for a in ok for sw in a["marks"]["switches"]})
+        marks[v] = {}
+        for sw in switches:
+            marks[v][sw] = {}
+            for cause in m.MARK_CAUSES:
+                xs = [a["marks"]["switches"].get(sw, {}).get(cause) or 0 for a in ok]
+                marks[v][sw][cause] = (mean(xs), _std(xs) or 0.0)
+    if any(marks.values()):
+        written.append(plots.plot_marks(marks, plot_dir / "marks.png"))
+    return written
+
+
+# ---------------------------------------------------------------- report.md
+
+def _f(x: Any, fmt: str = "{:.3f}") -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return fmt.format(x)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.1f} %"
+
+
+def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str, Any]],
+                    plot_paths: list[Path], out_dir: Path, warnings: list[str]) -> str:
+    lines = [f"# Report: {title}", "",
+             f"{len(analysed)} run(s): " + ", ".join(f"`{a['run']}`" for a in analysed), ""]
+    lines += ["## Summary", "",
+              "| variant | runs ok / all | CCT samples | mean CCT (s) | std (s) | change vs baseline "
+              "| misalignment mean (steps) | misalignment max | Symphony marks / run | queue marks / run "
+              "| CNPs / run |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for v, row in summary["variants"].items():
+        lines.append(
+            f"| {v} | {row['runs_ok']} / {row['runs']} | {row['cct_n']} | {_f(row['cct_mean_s'], '{:.4f}')} "
+            f"| {_f(row['cct_std_s'], '{:.4f}')} | {_pct(row['cct_change_pct'])} "
+            f"| {_f(row['misalignment_mean'], '{:.2f}')} | {_f(row['misalignment_max'], '{:.0f}')} "
+            f"| {_f(row['sym_marks_per_run'], '{:.1f}')} | {_f(row['queue_marks_per_run'], '{:.1f}')} "
+            f"| {_f(row['cnp_per_run'], '{:.1f}')} |")
+    lines += ["",
+              "CCT: first `step_start` to last `step_end` over all ranks of a job, one sample per iteration "
+              "of each ok run. Change: (mean CCT of the variant - mean CCT of baseline) / baseline; "
+              "negative means faster than baseline. Misalignment: newest minus oldest current step across "
+              "ranks, time-weighted mean over the run, and its maximum. Failed or interrupted runs are "
+              "listed below and left out of every figure in this table.", ""]
+    wrong = [r for row in summary["variants"].values() for r in row["wrong_results"]]
+    if wrong:
+        lines += [f"**Wrong AllReduce results** in: {', '.join(wrong)}", ""]
+    not_ok = [(v, r) for v, row in summary["variants"].items() for r in row["runs_not_ok"]]
+    if not_ok:
+        lines += ["## Runs not counted (failed or interrupted)", "", "| run | variant | status | reason |",
+                  "|---|---|---|---|"]
+        lines += [f"| {r['run']} | {v} | {r['status']} | {r['reason'] or '-'} |" for v, r in not_ok]
+        lines.append("")
+    lines += ["## Runs", "",
+              "| run | variant | repeat | status | iterations complete | mean CCT (s) | misalignment mean / max "
+              "| goodput per rank (Mbit/s) | of link rate | exact |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for a in analysed:
+        s = a["summary"]
+        gp = s["goodput_mean_bps"]
+        lines.append(
+            f"| {a['run']} | {a['variant']} | {_f(a['repeat'], '{}')} | {a['status']} "
+            f"| {s['iterations_complete']} / {s['iterations']} | {_f(s['cct_mean_s'], '{:.4f}')} "
+            f"| {_f(s['misalignment_mean'], '{:.2f}')} / {_f(s['misalignment_max'], '{:.0f}')} "
+            f"| {_f(None if gp is None else gp / 1e6, '{:.2f}')} "
+            f"| {_f(s['goodput_mean_fraction'], '{:.0%}')} | {_f(s['exact'], '{}')} |")
+    lines += ["", "Goodput: a rank's `step_end` bytes x 8 over its own active time in the iteration "
+              "(first `step_start` to last `step_end`), averaged over ranks and iterations; the link rate "
+              "comes from config.toml's topology (`-` when it names none).", ""]
+    captions = {
+        "timeline": "Per-step timeline: a row per rank, a bar per ring step (blue reduce-scatter, orange "
+                    "all-gather), jitter windows shaded red; the variants of one repeat share the time axis.",
+        "misalignment": "Misalignment over time (newest minus oldest current step across ranks).",
+        "cct": "CCT distribution per variant (box: quartiles, diamond: mean, dots: iterations).",
+        "rates": "DCQCN current rate Rc per ring flow; ticks under each panel are the CNPs its sender received.",
+        "marks": "ECN marks by cause per switch, mean over ok runs (error bar: std).",
+    }
+    lines += ["## Plots", ""]
+    for p in plot_paths:
+        rel = os.path.relpath(p, out_dir)
+        kind = p.stem.split("_")[0]
+        lines += [f"### {p.stem}", "", captions.get(kind, ""), "", f"![{p.stem}]({rel})", ""]
+    if warnings:
+        lines += ["## Warnings while reading", ""] + [f"- {w}" for w in warnings] + [""]
+    return "\n".join(lines)
+
+
+def default_out_dir(run_dirs: list[Path]) -> Path:
+    """The single run dir, or the experiment dir the runs share."""
+    resolved = [Path(d).resolve() for d in run_dirs]
+    if len(resolved) == 1:
+        return resolved[0]
+    return Path(os.path.commonpath([str(p) for p in resolved]))
+
+
+def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = None) -> Path:
+    """Analyse the runs, write metrics.json into each, plots and report.md
+    into out_dir (default: ``default_out_dir``).  Returns report.md's path."""
+    run_dirs = [Path(d) for d in run_dirs]
+    if not run_dirs:
+        raise ValueError("no run directories given")
+    for d in run_dirs:
+        if not d.is_dir():
+            raise ValueError(f"not a directory: {d}")
+    out = Path(out_dir) if out_dir is not None else default_out_dir(run_dirs)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = [load_run(d) for d in run_dirs]
+    analysed = []
+    for run in runs:
+        a = analyse_run(run)
+        _write_json(run.path / "metrics.json", a)
+        analysed.append(a)
+    summary = summarise(analysed)
+    plot_paths = make_plots(runs, analysed, out / "plots")
+    warnings = [w for r in runs for w in r.warnings]
+    title = out.name
+    text = render_markdown(title, summary, analysed, plot_paths, out, warnings)
+    report = out / "report.md"
+    report.write_text(text, encoding="utf-8")
+    return report

@@ -1,0 +1,86 @@
+"""Reading run directories: cut lines, bad lines, jitter time forms, missing parts."""
+
+import json
+
+import pytest
+
+from analysis.records import RecordWarning, load_run, normalise_jitter, read_jsonl
+from analysis.synthetic import T0_NS, ring_times, write_run
+
+
+def test_cut_last_line_is_skipped_with_a_warning_naming_file_and_line(tmp_path):
+    path = tmp_path / "rank0.jsonl"
+    path.write_text('{"a": 1}\n{"a": 2}\n{"a": 3, "b": [1, 2')
+    with pytest.warns(RecordWarning, match=r"rank0\.jsonl:3: last line is cut"):
+        rows = read_jsonl(path)
+    assert rows == [{"a": 1}, {"a": 2}]
+
+
+def test_complete_last_line_without_newline_is_kept(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"a": 1}\n{"a": 2}')
+    assert read_jsonl(path) == [{"a": 1}, {"a": 2}]
+
+
+def test_bad_line_in_the_middle_is_skipped_and_called_what_it_is(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"a": 1}\n\xff\xfe garbage\n[1, 2]\n{"a": 4}\n')
+    sink = []
+    with pytest.warns(RecordWarning) as caught:
+        rows = read_jsonl(path, sink)
+    assert rows == [{"a": 1}, {"a": 4}]
+    assert [str(w.message) for w in caught] == sink
+    assert any(":2: not a JSON object" in s for s in sink) and any(":3: not a JSON object" in s for s in sink)
+
+
+def test_run_whose_agent_log_was_cut_mid_line_still_loads(tmp_path):
+    times = ring_times(3, 2, 0.01)
+    run_dir = write_run(tmp_path / "run", times)
+    log = run_dir / "agents" / "rank1.jsonl"
+    data = log.read_bytes()
+    log.write_bytes(data[: len(data) - 25])  # kill mid-line: the last event is half written
+    n_lines = data.count(b"\n")
+    with pytest.warns(RecordWarning, match=rf"rank1\.jsonl:{n_lines}: last line is cut"):
+        run = load_run(run_dir)
+    assert len([e for e in run.events if e["rank"] == 1]) == n_lines - 1
+    assert any("last line is cut" in w for w in run.warnings)
+
+
+def test_events_that_break_the_schema_are_skipped(tmp_path):
+    run_dir = write_run(tmp_path / "run", ring_times(2, 1, 0.01))
+    with (run_dir / "agents" / "rank0.jsonl").open("a") as f:
+        f.write(json.dumps({"t": 5, "kind": "step_start", "job": 1, "rank": 0, "iter": 0, "step": 0}) + "\n")
+    n_lines = (run_dir / "agents" / "rank0.jsonl").read_text().count("\n")
+    with pytest.warns(RecordWarning, match=rf"rank0\.jsonl:{n_lines}: step_start event lacks field 'k'"):
+        run = load_run(run_dir)
+    assert all(e["t"] != 5 for e in run.events)
+
+
+def test_missing_parts_are_tolerated(tmp_path):
+    (tmp_path / "run").mkdir()
+    with pytest.warns(RecordWarning):
+        run = load_run(tmp_path / "run")
+    assert run.events == [] and run.switches == {} and run.jitter == []
+    assert run.status == "ok" and run.variant == "unknown"
+
+
+def test_jitter_absolute_ns_and_relative_seconds_forms():
+    t0 = T0_NS
+    lines = [
+        {"kind": "rate", "link": "l1", "start": t0 + 10**9, "end": t0 + 2 * 10**9, "params": {}},  # absolute ns
+        {"kind": "rate", "rank": 1, "start": 0.5, "end": 1.5, "t0": t0, "params": {}},  # t0 on the line
+        {"t0": t0 / 1e9},                                                                 # header, in seconds
+        {"kind": "netem", "link": "l2", "start": 2, "end": 3, "params": {"delay_ms": 5}},
+    ]
+    out = normalise_jitter(lines, fallback_t0=None, sink=[])
+    assert [(w["start_ns"] - t0, w["end_ns"] - t0) for w in out] == [
+        (10**9, 2 * 10**9), (5 * 10**8, 15 * 10**8), (2 * 10**9, 3 * 10**9)]
+
+
+def test_jitter_relative_without_t0_uses_the_first_event_and_says_so():
+    sink = []
+    with pytest.warns(RecordWarning, match="without t0"):
+        out = normalise_jitter([{"kind": "compute", "rank": 2, "start": 1, "end": 2}], 1000, sink)
+    assert out[0]["start_ns"] == 1000 + 10**9
+    with pytest.warns(RecordWarning, match="unusable"):
+        assert normalise_jitter([{"kind": "rate", "start": 1, "end": 2}], None, []) == []
