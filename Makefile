@@ -25,6 +25,22 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m hosts.bench
 
+# BMv2 JSON and P4Info of the Symphony program (p4/symphony.p4, v1model) into build/bmv2/.
+p4:
+	@command -v p4c-bm2-ss >/dev/null 2>&1 || { echo "make p4: p4c-bm2-ss (p4c's BMv2 backend) is not installed; install p4c (Debian/Ubuntu: the p4lang-p4c package from the p4lang OBS repository, or build github.com/p4lang/p4c), or use the Vagrant VM" >&2; exit 1; }
+	mkdir -p build/bmv2
+	p4c-bm2-ss --std p4-16 --arch v1model -o build/bmv2/symphony.json \
+		--p4runtime-files build/bmv2/symphony.p4info.txtpb p4/symphony.p4
+
+# Tofino2 (T2NA) build of the same source into build/tofino2/: Intel's bf-p4c
+# (P4 Studio), or p4c built with its open-source Tofino backend (-DENABLE_TOFINO=ON).
+tofino2:
+	@if command -v bf-p4c >/dev/null 2>&1; then P4C=bf-p4c; \
+	elif command -v p4c >/dev/null 2>&1 && p4c --target tofino2 --arch t2na --help >/dev/null 2>&1; then P4C=p4c; \
+	else echo "make tofino2: no Tofino compiler: install bf-p4c (Intel P4 Studio / open-p4studio) or build p4c with -DENABLE_TOFINO=ON (provides p4c --target tofino2 --arch t2na)" >&2; exit 1; fi; \
+	mkdir -p build/tofino2 && \
+	$$P4C --target tofino2 --arch t2na -o build/tofino2 --p4runtime-files build/tofino2/symphony.p4info.txtpb p4/symphony.p4
+
 # Removes what a crashed run left: only this project's namespaces, interfaces and processes.
 clean-net: $(STAMP)
 	$(PY) -m topologies.cleanup

@@ -1,0 +1,43 @@
+/* Symphony: constants shared by every target.
+ *
+ * topologies/p4names.py holds the same values for the control plane and the
+ * software twin; tests/test_p4_names.py parses this file and fails when the
+ * two disagree.  Tag width and base also agree with hosts/wire.py.
+ */
+#ifndef _SYM_CONSTANTS_P4_
+#define _SYM_CONSTANTS_P4_
+
+/* Step tag in the UDP source port: 0xC000 | (step & 0x3FFF). */
+#define SYM_TAG_BITS   14
+#define SYM_TAG_BASE   0xC000
+#define SYM_TAG_MASK   0x3FFF
+#define SYM_TAG_HALF   0x2000      /* serial arithmetic: a after b when 0 < (a-b) mod 2^14 < 2^13 */
+#define SYM_AFTER(a, b) ((((a) - (b)) & SYM_TAG_MASK) != 0 && (((a) - (b)) & SYM_TAG_MASK) < SYM_TAG_HALF)
+
+/* step_count window: W slots per job; W must exceed the widest spread between
+ * a job's flows (a ring of N ranks spreads at most N-1 steps). 2^14 is a
+ * multiple of W, so step mod W stays consistent across the tag's wrap-around. */
+#define SYM_W          64
+#define SYM_W_BITS     6
+
+#define SYM_MAX_FLOWS  1024        /* flow_step, pkts, sym_marks, flow_queue_marks */
+#define SYM_MAX_JOBS   64          /* frontier */
+#define SYM_STEP_SLOTS 4096        /* step_count = SYM_MAX_JOBS * SYM_W */
+#define SYM_NUM_PORTS  512         /* queue_marks, indexed by the 9-bit egress port */
+
+/* Probabilities are integers in units of 2^-16; SYM_PROB_ONE marks always. */
+#define SYM_PROB_ONE   65536
+
+/* Symphony ECN defaults (sym_ecn's default action): mark when at least one
+ * packet waits at the port, with probability 1. */
+#define SYM_K_SYM_DEFAULT 1
+
+#define SYM_FORWARD_SIZE   1024
+#define SYM_FLOWS_SIZE     1024
+#define SYM_QUEUE_ECN_SIZE 256
+
+const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<8>  IP_PROTO_TCP   = 6;
+const bit<8>  IP_PROTO_UDP   = 17;
+
+#endif

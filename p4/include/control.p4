@@ -1,0 +1,160 @@
+/* Symphony: forwarding, step tracking and ECN marking, shared by every target.
+ *
+ * Written against small per-target wrappers, one per register or counter
+ * operation (v1model/wrappers.p4, t2na/wrappers.p4):
+ *   FlowStepUpdate    flow_step[flow]: keep the newer tag, tell whether it is new
+ *   StepCountUpdate   step_count[job*W + step mod W]: count; the n_local-th resets and completes
+ *   FrontierUpdate    frontier[job]: advance on completion, return the current value
+ *   PktsCount, SymMarkCount, FlowQueueMarkCount (per flow), QueueMarkCount (per port)
+ *   SymRandom         two 16-bit random numbers
+ * Each register is touched once per packet.
+ */
+#ifndef _SYM_CONTROL_P4_
+#define _SYM_CONTROL_P4_
+
+control SymphonyIngress(inout headers_t hdr, inout sym_meta_t meta) {
+    FlowStepUpdate()  flow_step_update;
+    StepCountUpdate() step_count_update;
+    FrontierUpdate()  frontier_update;
+    PktsCount()       pkts_count;
+
+    action drop() {
+        meta.drop = 1;
+    }
+
+    /* p4lang/tutorials' convention: the new source MAC is the destination MAC
+     * the sender used (this switch's), the new destination the next hop's. */
+    action ipv4_forward(mac_addr_t dst_mac, sym_port_t port) {
+        meta.egress_port = port;
+        hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
+        hdr.ethernet.dst_addr = dst_mac;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+    }
+
+    table forward {
+        key = { hdr.ipv4.dst_addr: lpm; }
+        actions = { ipv4_forward; drop; }
+        default_action = drop();
+        size = SYM_FORWARD_SIZE;
+    }
+
+    action track(bit<16> flow_id, bit<8> job_slot, bit<8> n_local, bit<16> threshold, bit<1> enabled) {
+        meta.tracked = 1;
+        meta.flow_id = flow_id;
+        meta.job_slot = job_slot;
+        meta.n_local_m1 = n_local - 1;
+        meta.threshold = threshold;
+        meta.enabled = enabled;
+    }
+
+    /* One entry per ring flow crossing this switch: (src, dst, data port). */
+    table symphony_flows {
+        key = {
+            hdr.ipv4.src_addr: exact;
+            hdr.ipv4.dst_addr: exact;
+            hdr.udp.dst_port:  exact;
+        }
+        actions = { track; NoAction; }
+        default_action = NoAction();
+        size = SYM_FLOWS_SIZE;
+    }
+
+    apply {
+        meta.drop = 0;
+        meta.tracked = 0;
+        meta.is_new = 0;
+        meta.complete = 0;
+        meta.outpacing = 0;
+        meta.enabled = 0;
+        if (!hdr.ipv4.isValid()) {
+            drop();                                 /* the switch routes IPv4 only */
+        } else if (hdr.ipv4.version != 4w4 || hdr.ipv4.ihl != 4w5 || hdr.ipv4.ttl <= 8w1) {
+            drop();                                 /* malformed, options, or expired */
+        } else if (forward.apply().hit && meta.drop == 0) {
+            /* tagged UDP only: top two bits of the source port set (0xC000 | tag) */
+            if (hdr.udp.isValid() && hdr.udp.src_port[15:14] == 2w3) {
+                symphony_flows.apply();
+            }
+            if (meta.tracked == 1) {
+                meta.step = hdr.udp.src_port & SYM_TAG_MASK;
+                pkts_count.apply(meta.flow_id);
+                flow_step_update.apply(meta.flow_id, meta.step, meta.is_new);
+                if (meta.is_new == 1) {
+                    bit<16> slot = ((bit<16>)meta.job_slot << SYM_W_BITS) | (meta.step & (SYM_W - 1));
+                    step_count_update.apply(slot, meta.n_local_m1, meta.complete);
+                }
+                frontier_update.apply((bit<16>)meta.job_slot, meta.step, meta.complete, meta.frontier);
+                /* outpacing: step - frontier > threshold in serial arithmetic
+                 * (a packet behind the frontier has a "negative" distance) */
+                bit<16> ahead = (meta.step - meta.frontier) & SYM_TAG_MASK;
+                if (ahead < SYM_TAG_HALF && ahead > meta.threshold) {
+                    meta.outpacing = 1;
+                }
+            }
+        }
+    }
+}
+
+control SymphonyEgress(inout headers_t hdr, inout sym_meta_t meta) {
+    SymRandom()          rng;
+    SymMarkCount()       sym_marks_count;
+    QueueMarkCount()     queue_marks_count;
+    FlowQueueMarkCount() flow_queue_marks_count;
+
+    sym_prob_t   q_prob = 0;
+    sym_qdepth_t k_sym = SYM_K_SYM_DEFAULT;
+    sym_prob_t   p_sym = SYM_PROB_ONE;
+
+    /* Queue (DCQCN/RED-style) marking probability by queue depth.  The
+     * control plane installs ranges: (Kmin, Kmax] with Pmax (q-Kmin)/(Kmax-Kmin)
+     * and (Kmax, max] with SYM_PROB_ONE (topologies/symphony_state.py). */
+    action queue_mark_prob(sym_prob_t prob) {
+        q_prob = prob;
+    }
+
+    table queue_ecn {
+        key = { meta.qdepth: range; }
+        actions = { queue_mark_prob; NoAction; }
+        default_action = NoAction();
+        size = SYM_QUEUE_ECN_SIZE;
+    }
+
+    action set_sym_ecn(sym_qdepth_t k, sym_prob_t p) {
+        k_sym = k;
+        p_sym = p;
+    }
+
+    /* Keyless: the control plane sets K_sym and P_sym with table_set_default. */
+    table sym_ecn {
+        actions = { set_sym_ecn; }
+        default_action = set_sym_ecn(SYM_K_SYM_DEFAULT, SYM_PROB_ONE);
+    }
+
+    apply {
+        /* ECN-capable packets only: ECT(1) or ECT(0); CE is already marked. */
+        if (hdr.ipv4.isValid() && (hdr.ipv4.ecn == 2w1 || hdr.ipv4.ecn == 2w2)) {
+            bit<16> r_queue;
+            bit<16> r_sym;
+            rng.apply(r_queue, r_sym);
+            queue_ecn.apply();
+            sym_ecn.apply();
+            bool queue_mark = (sym_prob_t)r_queue < q_prob;
+            bool sym_mark = meta.tracked == 1 && meta.enabled == 1 && meta.outpacing == 1
+                            && meta.qdepth >= k_sym && (sym_prob_t)r_sym < p_sym;
+            if (queue_mark || sym_mark) {
+                hdr.ipv4.ecn = 2w3;
+            }
+            if (queue_mark) {
+                queue_marks_count.apply(meta.egress_port);
+                if (meta.tracked == 1) {
+                    flow_queue_marks_count.apply(meta.flow_id);
+                }
+            }
+            if (sym_mark) {
+                sym_marks_count.apply(meta.flow_id);
+            }
+        }
+    }
+}
+
+#endif

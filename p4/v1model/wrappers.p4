@@ -1,0 +1,75 @@
+/* Symphony on v1model (BMv2 simple_switch): one small control per register or
+ * counter operation, with the signatures include/control.p4 expects.  Each
+ * reads and writes its register once. */
+#ifndef _SYM_V1MODEL_WRAPPERS_P4_
+#define _SYM_V1MODEL_WRAPPERS_P4_
+
+control FlowStepUpdate(in bit<16> flow_id, in sym_tag_t step, out bit<1> is_new) {
+    register<bit<16>, bit<32>>(SYM_MAX_FLOWS) flow_step;
+    apply {
+        bit<16> old;
+        flow_step.read(old, (bit<32>)flow_id);
+        is_new = 0;
+        if (SYM_AFTER(step, old)) {
+            is_new = 1;
+            flow_step.write((bit<32>)flow_id, step);
+        }
+    }
+}
+
+control StepCountUpdate(in bit<16> slot, in bit<8> n_local_m1, out bit<1> complete) {
+    register<bit<16>, bit<32>>(SYM_STEP_SLOTS) step_count;
+    apply {
+        bit<16> count;
+        step_count.read(count, (bit<32>)slot);
+        if (count >= (bit<16>)n_local_m1) {
+            complete = 1;                       /* the n_local-th arrival: reset the slot */
+            step_count.write((bit<32>)slot, 0);
+        } else {
+            complete = 0;
+            step_count.write((bit<32>)slot, count + 1);
+        }
+    }
+}
+
+control FrontierUpdate(in bit<16> job, in sym_tag_t step, in bit<1> complete, out sym_tag_t value) {
+    register<bit<16>, bit<32>>(SYM_MAX_JOBS) frontier;
+    apply {
+        bit<16> current;
+        frontier.read(current, (bit<32>)job);
+        if (complete == 1 && SYM_AFTER(step, current)) {
+            current = step;
+            frontier.write((bit<32>)job, current);
+        }
+        value = current;
+    }
+}
+
+control PktsCount(in bit<16> flow_id) {
+    counter<bit<32>>(SYM_MAX_FLOWS, CounterType.packets_and_bytes) pkts;
+    apply { pkts.count((bit<32>)flow_id); }
+}
+
+control SymMarkCount(in bit<16> flow_id) {
+    counter<bit<32>>(SYM_MAX_FLOWS, CounterType.packets_and_bytes) sym_marks;
+    apply { sym_marks.count((bit<32>)flow_id); }
+}
+
+control FlowQueueMarkCount(in bit<16> flow_id) {
+    counter<bit<32>>(SYM_MAX_FLOWS, CounterType.packets_and_bytes) flow_queue_marks;
+    apply { flow_queue_marks.count((bit<32>)flow_id); }
+}
+
+control QueueMarkCount(in sym_port_t port) {
+    counter<bit<32>>(SYM_NUM_PORTS, CounterType.packets_and_bytes) queue_marks;
+    apply { queue_marks.count((bit<32>)port); }
+}
+
+control SymRandom(out bit<16> r_queue, out bit<16> r_sym) {
+    apply {
+        random(r_queue, 16w0, 16w0xFFFF);
+        random(r_sym, 16w0, 16w0xFFFF);
+    }
+}
+
+#endif
