@@ -1,0 +1,452 @@
+"""DCQCN rate control, as a pure state machine: no sockets, no clock reads.
+
+Time is float seconds passed in by the caller (the transport passes
+``time.monotonic()``, the tests a virtual clock); rates are bit/s.
+
+The reaction point (sender side) follows the "Mellanox" mode of the HPCC ns-3
+code (alibaba-edu/High-Precision-Congestion-Control,
+simulation/src/point-to-point/model/rdma-hw.cc: ``cnp_received_mlx``,
+``UpdateAlphaMlx``, ``CheckRateDecreaseMlx``, ``RateIncEventMlx``), which is
+also Astra-Sim's ns-3 backend:
+
+- a CNP only sets two flags.  The first CNP of a flow sets alpha = 1,
+  Rt = Rc = rate_on_first_cnp * Rc, and starts two periodic timers;
+- alpha timer (every ``alpha_period_s``): alpha = (1-g) alpha + g when a CNP
+  came in the period, else alpha = (1-g) alpha;
+- decrease timer (every ``decrease_period_s``), when a CNP came in the
+  period: Rt = Rc (only if ``clamp_target_rate`` or an increase event has
+  happened since the last decrease, as ``m_EcnClampTgtRate`` there),
+  Rc = max(min_rate, Rc (1 - alpha/2)), increase stage = 0, and the increase
+  timer restarts;
+- increase timer (every ``increase_period_s`` after the last decrease), and
+  optionally a byte counter (every ``byte_counter_bytes`` sent, as in the
+  DCQCN paper): stage < F fast recovery Rc = (Rc+Rt)/2; stage == F additive
+  increase Rt += R_AI; stage > F hyper increase Rt += R_HAI; after AI/HAI
+  Rt is capped at line rate and Rc = (Rc+Rt)/2.  With the byte counter on,
+  the stage test uses both counters as the paper does (fast recovery while
+  both are below F, hyper increase once both are above F, else additive).
+
+The issue text's shorter form ("on a CNP: Rt := Rc, Rc := Rc (1-alpha/2),
+alpha := (1-g) alpha + g") is what this does when the periods are short and
+``clamp_target_rate`` is set; with the source's default (no clamp) a train
+of CNPs that keeps the increase stage at 0 keeps Rt at the rate from before
+the train, so fast recovery returns there.
+
+The notification point (receiver side) asks for a CNP for a flow when a
+data packet carries CE and no CNP went to that flow in the last
+``cnp_interval_s`` (NVIDIA's min_time_between_cnps).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Any, Callable, Hashable, Iterable
+
+INF = math.inf
+
+# The rate, target and alpha a ReactionPoint reports as a change: Rc and Rt
+# on any change; alpha only once it moved by this much since the last report,
+# so that a decaying alpha does not produce an event every alpha period.
+ALPHA_REPORT_STEP = 0.01
+# Rc converges geometrically on Rt; closer than this (bit/s) counts as equal.
+RATE_EPSILON_BPS = 1.0
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+@dataclass(frozen=True)
+class DcqcnParams:
+    """DCQCN parameters.  Rates in bit/s, periods in seconds."""
+
+    line_rate_bps: float
+    min_rate_bps: float
+    g: float
+    rate_on_first_cnp: float
+    alpha_period_s: float
+    decrease_period_s: float
+    increase_period_s: float
+    byte_counter_bytes: int | None   # None: no byte counter (as in HPCC's code)
+    fast_recovery_steps: int          # F
+    r_ai_bps: float
+    r_hai_bps: float
+    cnp_interval_s: float
+    clamp_target_rate: bool = False   # rdma-hw.cc ClampTargetRate (default false)
+
+    def __post_init__(self) -> None:
+        def bad(name: str, why: str) -> ValueError:
+            return ValueError(f"dcqcn parameter '{name}' {why}, got {getattr(self, name)!r}")
+
+        for name in ("line_rate_bps", "min_rate_bps", "alpha_period_s",
+                     "decrease_period_s", "increase_period_s"):
+            value = getattr(self, name)
+            if not _is_number(value) or value <= 0:
+                raise bad(name, "must be a positive finite number")
+        for name in ("r_ai_bps", "r_hai_bps", "cnp_interval_s"):
+            value = getattr(self, name)
+            if not _is_number(value) or value < 0:
+                raise bad(name, "must be a finite number >= 0")
+        if self.min_rate_bps > self.line_rate_bps:
+            raise bad("min_rate_bps", f"must not exceed line_rate_bps ({self.line_rate_bps})")
+        for name in ("r_ai_bps", "r_hai_bps"):
+            if getattr(self, name) > self.line_rate_bps:
+                raise bad(name, f"must not exceed line_rate_bps ({self.line_rate_bps})")
+        if not _is_number(self.g) or not 0 < self.g <= 1:
+            raise bad("g", "must be in (0, 1]")
+        if not _is_number(self.rate_on_first_cnp) or not 0 < self.rate_on_first_cnp <= 1:
+            raise bad("rate_on_first_cnp", "must be in (0, 1]")
+        if (not isinstance(self.fast_recovery_steps, int) or isinstance(self.fast_recovery_steps, bool)
+                or self.fast_recovery_steps < 0):
+            raise bad("fast_recovery_steps", "must be an integer >= 0")
+        bc = self.byte_counter_bytes
+        if bc is not None and (not isinstance(bc, int) or isinstance(bc, bool) or bc <= 0):
+            raise bad("byte_counter_bytes", "must be a positive integer or None (off)")
+        if not isinstance(self.clamp_target_rate, bool):
+            raise bad("clamp_target_rate", "must be true or false")
+
+
+# --- presets -----------------------------------------------------------------
+
+PAPER_LINE_RATE_BPS = 40e9
+# Base RTT of the datacenter the published values were chosen for (a few us
+# per hop; HPCC's run.py derives its DCTCP step from RTT = 13 us) and the RTT
+# of the emulated network (Python agents through veth, ms).
+PAPER_RTT_S = 10e-6
+EMULATION_RTT_S = 1e-3
+
+
+def paper_params(line_rate_bps: float = PAPER_LINE_RATE_BPS) -> DcqcnParams:
+    """The published microsecond-scale values at 40 Gbit/s.
+
+    Timers and g: HPCC's run.py ``dcqcn_paper`` (t_alpha 50 us, t_dec 50 us,
+    t_inc 55 us, g 1/256, CLAMP_TARGET_RATE 0).  F = 5 and RateOnFirstCnp 1.0:
+    rdma-hw.cc defaults (run.py uses F = 1).  R_AI/R_HAI: run.py's 5 and 50
+    Mbit/s per 25 Gbit/s of line rate.  Min rate 100 Mbit/s: rdma-hw.cc
+    default.  Byte counter 10 MB and CNP interval 50 us: the DCQCN paper's
+    values as listed by the DCQCN-validation repository (the HPCC code has no
+    byte counter).  At another line rate, rates scale with it, timers stay.
+    """
+    scale = line_rate_bps / PAPER_LINE_RATE_BPS
+    return DcqcnParams(
+        line_rate_bps=line_rate_bps,
+        min_rate_bps=100e6 * scale,
+        g=1 / 256,
+        rate_on_first_cnp=1.0,
+        alpha_period_s=50e-6,
+        decrease_period_s=50e-6,
+        increase_period_s=55e-6,
+        byte_counter_bytes=max(1, round(10_000_000 * scale)),
+        fast_recovery_steps=5,
+        r_ai_bps=5e6 * PAPER_LINE_RATE_BPS / 25e9 * scale,
+        r_hai_bps=50e6 * PAPER_LINE_RATE_BPS / 25e9 * scale,
+        cnp_interval_s=50e-6,
+    )
+
+
+def emulation_params(line_rate_bps: float) -> DcqcnParams:
+    """The paper's dynamics scaled to emulated links (10-100 Mbit/s, ms RTTs).
+
+    DCQCN's behaviour is fixed by two dimensionless things: how many RTTs a
+    timer period spans, and what fraction of the line rate a rate step is.
+    Keeping both gives the same trajectory in (RTTs, fraction of line rate):
+
+    - every period (alpha, decrease, increase, CNP interval) is multiplied by
+      EMULATION_RTT_S / PAPER_RTT_S = 1 ms / 10 us = 100 (55 us -> 5.5 ms);
+    - every rate (R_AI, R_HAI) is multiplied by line_rate / 40 Gbit/s, the
+      bandwidth scaling of HPCC's run.py (AI = 5 Mbit/s x bw / 25 Gbit/s);
+    - the byte counter keeps its length in periods: bytes x bandwidth ratio x
+      time ratio (10 MB at 40 Gbit/s -> 500 kB at 20 Mbit/s);
+    - g, F, RateOnFirstCnp and the clamp rule are dimensionless: unchanged.
+
+    What cannot be kept is the number of packets per period: at 20 Mbit/s a
+    5 ms CNP interval spans about 9 full-size packets against about 250 at
+    40 Gbit/s, so marks are sampled more coarsely.  (Scaling time by packet
+    times instead, x ~3000, would give 150 ms periods, longer than a ring
+    step here, and let queues of hundreds of packets build before the first
+    decrease.)  One deliberate deviation: the minimum rate is 1 % of line
+    rate rather than the scaled 0.25 % (50 kbit/s, ~4 packets/s at 20
+    Mbit/s), which would stall a step past the agent's deadlines.
+    """
+    if not _is_number(line_rate_bps) or line_rate_bps <= 0:
+        raise ValueError(f"dcqcn parameter 'line_rate_bps' must be a positive finite number, "
+                         f"got {line_rate_bps!r}")
+    base = paper_params(PAPER_LINE_RATE_BPS)
+    t = EMULATION_RTT_S / PAPER_RTT_S
+    bw = line_rate_bps / PAPER_LINE_RATE_BPS
+    return replace(
+        base,
+        line_rate_bps=line_rate_bps,
+        min_rate_bps=0.01 * line_rate_bps,
+        alpha_period_s=base.alpha_period_s * t,
+        decrease_period_s=base.decrease_period_s * t,
+        increase_period_s=base.increase_period_s * t,
+        cnp_interval_s=base.cnp_interval_s * t,
+        byte_counter_bytes=max(1, round(base.byte_counter_bytes * bw * t)),
+        r_ai_bps=base.r_ai_bps * bw,
+        r_hai_bps=base.r_hai_bps * bw,
+    )
+
+
+PRESETS: dict[str, Callable[[float], DcqcnParams]] = {
+    "emulation": emulation_params,
+    "paper": paper_params,
+}
+# "off": no rate control; the transport paces at line rate.
+PRESET_OFF = "off"
+PRESET_NAMES = (*PRESETS, PRESET_OFF)
+FIELD_NAMES = tuple(f.name for f in fields(DcqcnParams))
+
+
+def make_params(preset: str, line_rate_bps: float, **overrides: Any) -> DcqcnParams:
+    """Parameters of a preset at a line rate, with fields overridden by name.
+    Raises ValueError naming the preset or field for bad input."""
+    if preset not in PRESETS:
+        raise ValueError(f"dcqcn preset must be one of {', '.join(PRESETS)} "
+                         f"(or '{PRESET_OFF}' for no rate control), got {preset!r}")
+    unknown = sorted(set(overrides) - set(FIELD_NAMES))
+    if unknown:
+        raise ValueError(f"unknown dcqcn parameter '{unknown[0]}' (known: {', '.join(FIELD_NAMES)})")
+    params = PRESETS[preset](line_rate_bps)
+    return replace(params, **overrides) if overrides else params
+
+
+# --- reaction point ----------------------------------------------------------
+
+class ReactionPoint:
+    """Sender-side DCQCN state of one flow.
+
+    Every method takes ``now`` and first runs the timers due up to it; the
+    state is exact whenever a method returns, however late it is called.
+    Methods return True when Rc or Rt changed, or alpha moved by at least
+    ALPHA_REPORT_STEP since the last time they returned True.
+    """
+
+    def __init__(self, params: DcqcnParams, now: float):
+        self.params = params
+        self.rate_bps = params.line_rate_bps      # Rc
+        self.target_bps = params.line_rate_bps    # Rt
+        self.alpha = 1.0
+        self.cnps = 0
+        self.decreases = 0
+        self.increases = 0
+        self._first_cnp = True
+        self._alpha_cnp = False
+        self._decrease_cnp = False
+        self._t_alpha = INF
+        self._t_dec = INF
+        self._t_inc = INF
+        self._stage = 0          # timer events since the last decrease
+        self._byte_stage = 0     # byte-counter events since the last decrease
+        self._bytes = 0
+        self._now = now
+        self._reported = (self.rate_bps, self.target_bps, self.alpha)
+
+    # -- inputs ---------------------------------------------------------------
+
+    def on_cnp(self, now: float) -> bool:
+        self._run_timers(now)
+        self.cnps += 1
+        self._alpha_cnp = True
+        self._decrease_cnp = True
+        if self._first_cnp:
+            self._first_cnp = False
+            self.alpha = 1.0
+            self._alpha_cnp = False
+            self._t_alpha = now + self.params.alpha_period_s
+            self._t_dec = now + self.params.decrease_period_s
+            self.rate_bps = self.target_bps = self.params.rate_on_first_cnp * self.rate_bps
+        return self._report()
+
+    def advance(self, now: float) -> bool:
+        self._run_timers(now)
+        return self._report()
+
+    def on_bytes_sent(self, n: int, now: float) -> bool:
+        self._run_timers(now)
+        bc = self.params.byte_counter_bytes
+        if bc is not None and self._t_inc < INF:   # counting starts at the first decrease
+            self._bytes += n
+            while self._bytes >= bc:
+                self._bytes -= bc
+                self._increase(by_timer=False)
+        return self._report()
+
+    def next_event_time(self) -> float:
+        """When the state may next change in a way the caller must see (the
+        pacing rate, or a reportable alpha); INF when nothing is pending.
+        Timers that would change nothing visible are caught up lazily."""
+        if self._decrease_cnp or self._alpha_cnp or not self._converged():
+            return min(self._t_alpha, self._t_dec, self._t_inc)
+        # alpha only decays from here: it can still move a reportable step
+        # while it is that far from the reported value, or that far above 0
+        reported = self._reported[2]
+        if max(reported, abs(self.alpha - reported)) >= ALPHA_REPORT_STEP:
+            return self._t_alpha
+        return INF
+
+    def state(self) -> dict[str, float]:
+        return {"rc": self.rate_bps, "rt": self.target_bps, "alpha": self.alpha}
+
+    # -- timers -----------------------------------------------------------------
+
+    def _converged(self) -> bool:
+        line = self.params.line_rate_bps
+        return self.rate_bps == line and self.target_bps == line
+
+    def _run_timers(self, now: float) -> None:
+        if now < self._now:
+            raise ValueError(f"time went backwards: {now} < {self._now}")
+        self._now = now
+        p = self.params
+        # While a CNP flag is up, events interact: run them one by one, in
+        # time order (alpha before decrease at a tie, as rdma-hw.cc's +1 ns).
+        while self._alpha_cnp or self._decrease_cnp:
+            t = min(self._t_alpha, self._t_dec, self._t_inc)
+            if t > now:
+                return
+            if self._t_alpha == t:
+                self._alpha_timer()
+            elif self._t_dec == t:
+                self._decrease_timer()
+            else:
+                self._t_inc += p.increase_period_s
+                self._increase(by_timer=True)
+        # Flags down: decrease checks are no-ops and alpha decays on its own,
+        # so both catch up in closed form; increases run until Rc and Rt
+        # stop changing, then only the stage count moves.
+        if self._t_alpha <= now:
+            k = math.floor((now - self._t_alpha) / p.alpha_period_s) + 1
+            self.alpha *= (1 - p.g) ** k
+            self._t_alpha += k * p.alpha_period_s
+        if self._t_dec <= now:
+            k = math.floor((now - self._t_dec) / p.decrease_period_s) + 1
+            self._t_dec += k * p.decrease_period_s
+        while self._t_inc <= now and not self._converged():
+            self._t_inc += p.increase_period_s
+            self._increase(by_timer=True)
+        if self._t_inc <= now:
+            k = math.floor((now - self._t_inc) / p.increase_period_s) + 1
+            self._stage += k
+            self.increases += k
+            self._t_inc += k * p.increase_period_s
+
+    def _alpha_timer(self) -> None:
+        g = self.params.g
+        self.alpha = (1 - g) * self.alpha + (g if self._alpha_cnp else 0.0)
+        self._alpha_cnp = False
+        self._t_alpha += self.params.alpha_period_s
+
+    def _decrease_timer(self) -> None:
+        p = self.params
+        t = self._t_dec
+        self._t_dec += p.decrease_period_s
+        if not self._decrease_cnp:
+            return
+        self._decrease_cnp = False
+        if p.clamp_target_rate or self._stage or self._byte_stage:
+            self.target_bps = self.rate_bps
+        self.rate_bps = max(p.min_rate_bps, self.rate_bps * (1 - self.alpha / 2))
+        self._stage = self._byte_stage = self._bytes = 0
+        self._t_inc = t + p.increase_period_s
+        self.decreases += 1
+
+    def _increase(self, by_timer: bool) -> None:
+        p = self.params
+        f = p.fast_recovery_steps
+        if p.byte_counter_bytes is None:
+            low = high = self._stage
+        else:
+            low, high = sorted((self._stage, self._byte_stage))
+        if high < f:
+            pass                                    # fast recovery
+        elif low > f:
+            self.target_bps = min(p.line_rate_bps, self.target_bps + p.r_hai_bps)
+        else:
+            self.target_bps = min(p.line_rate_bps, self.target_bps + p.r_ai_bps)
+        self.rate_bps = (self.rate_bps + self.target_bps) / 2
+        if abs(self.target_bps - self.rate_bps) < RATE_EPSILON_BPS:
+            self.rate_bps = self.target_bps
+        if by_timer:
+            self._stage += 1
+        else:
+            self._byte_stage += 1
+        self.increases += 1
+
+    def _report(self) -> bool:
+        rc, rt, alpha = self._reported
+        if (self.rate_bps != rc or self.target_bps != rt
+                or abs(self.alpha - alpha) >= ALPHA_REPORT_STEP
+                or (self.alpha != alpha and self.alpha in (0.0, 1.0))):
+            self._reported = (self.rate_bps, self.target_bps, self.alpha)
+            return True
+        return False
+
+
+# --- notification point --------------------------------------------------------
+
+class NotificationPoint:
+    """Receiver-side CNP generation: at most one CNP per flow per interval."""
+
+    def __init__(self, cnp_interval_s: float):
+        if not _is_number(cnp_interval_s) or cnp_interval_s < 0:
+            raise ValueError(f"dcqcn parameter 'cnp_interval_s' must be a finite number >= 0, "
+                             f"got {cnp_interval_s!r}")
+        self.cnp_interval_s = float(cnp_interval_s)
+        self._last_cnp: dict[Hashable, float] = {}
+        self.packets: dict[Hashable, int] = {}
+        self.ce_packets: dict[Hashable, int] = {}
+        self.cnps: dict[Hashable, int] = {}
+
+    def on_data(self, flow_key: Hashable, ce: bool, now: float) -> bool:
+        """Account one data packet; True: send a CNP to that flow's sender now."""
+        self.packets[flow_key] = self.packets.get(flow_key, 0) + 1
+        if not ce:
+            return False
+        self.ce_packets[flow_key] = self.ce_packets.get(flow_key, 0) + 1
+        last = self._last_cnp.get(flow_key)
+        if last is not None and now - last < self.cnp_interval_s:
+            return False
+        self._last_cnp[flow_key] = now
+        self.cnps[flow_key] = self.cnps.get(flow_key, 0) + 1
+        return True
+
+
+# --- predictions from the equations ------------------------------------------------
+
+def trajectory(params: DcqcnParams, cnp_times: Iterable[float], t_end: float,
+               t0: float = 0.0) -> list[tuple[float, float, float, float]]:
+    """(t, Rc, Rt, alpha) at every reported change of a ReactionPoint that
+    starts at t0 and receives CNPs at ``cnp_times``, up to t_end.  Timer
+    events are visited at their own times, so the list is exact."""
+    rp = ReactionPoint(params, t0)
+    out = [(t0, rp.rate_bps, rp.target_bps, rp.alpha)]
+    pending = sorted(t for t in cnp_times if t0 <= t <= t_end)
+    i = 0
+    while True:
+        t_next = min(rp._t_alpha, rp._t_dec, rp._t_inc)   # every timer, reportable or not
+        t_cnp = pending[i] if i < len(pending) else INF
+        if min(t_next, t_cnp) > t_end:
+            break
+        if t_cnp <= t_next:
+            changed = rp.on_cnp(t_cnp)
+            i += 1
+            t = t_cnp
+        else:
+            changed = rp.advance(t_next)
+            t = t_next
+        if changed:
+            out.append((t, rp.rate_bps, rp.target_bps, rp.alpha))
+        if i >= len(pending) and rp.next_event_time() == INF:
+            break
+    return out
+
+
+def first_time(points: list[tuple[float, float, float, float]], pred: Callable[[float], bool],
+               after: float = -INF) -> float | None:
+    """First time t >= after at which Rc satisfies pred (None if never)."""
+    for t, rc, _rt, _alpha in points:
+        if t >= after and pred(rc):
+            return t
+    return None
