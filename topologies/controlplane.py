@@ -159,3 +159,85 @@ def host_link_ports(topo: TopoSpec) -> dict[str, list[int]]:
     """switch -> ports facing hosts."""
     return {s.name: [p for p, (_, _, link) in sorted(topo.ports(s.name).items()) if link.cls == HOST_LINK]
             for s in topo.switches}
+
+
+# --- I/O: push a plan through a client, read the state back ------------------
+#
+# `client` has SimpleSwitchThriftAPI's methods (p4-utils for bmv2, TwinClient
+# for soft).  Egress ports always count from 1 here: the Thrift API takes
+# port 0 (falsy) as "all ports".
+
+def queue_ecn_entries(kmin: int, kmax: int, pmax: float) -> list[tuple[int, int, int]]:
+    """(lo, hi, prob in 2^-16 units) ranges of the queue depth for `queue_ecn`:
+    one entry per depth in (Kmin, Kmax] (mark with Pmax (q-Kmin)/(Kmax-Kmin)),
+    then (Kmax, max] always.  Depth in packets (BMv2's enq_qdepth)."""
+    from topologies import p4names as pn
+    top = (1 << pn.QDEPTH_BITS) - 1
+    out = []
+    for q in range(kmin + 1, kmax + 1):
+        prob = round(pmax * (q - kmin) / (kmax - kmin) * pn.PROB_ONE)
+        if prob > 0:
+            out.append((q, q, min(prob, pn.PROB_ONE)))
+    out.append((kmax + 1, top, pn.PROB_ONE))
+    if len(out) > pn.QUEUE_ECN_SIZE:
+        raise ValueError(f"ecn: Kmax - Kmin = {kmax - kmin} needs more than {pn.QUEUE_ECN_SIZE} queue_ecn entries")
+    return out
+
+
+def install(client, plan: SwitchPlan, ecn: dict, symphony: dict) -> None:
+    """Forwarding, job flows with their initial register state, ECN
+    parameters, queue rate and depth per egress port."""
+    from topologies import p4names as pn
+    from hosts.wire import TAG_MASK
+    for e in plan.forward:
+        client.table_add(pn.FORWARD, "ipv4_forward", [e.prefix], [e.dst_mac, str(e.port)])
+    for f in plan.flows:
+        client.table_add(pn.SYMPHONY_FLOWS, "track", [f.src_ip, f.dst_ip, str(f.dport)],
+                         [str(f.flow_id), str(f.job_slot), str(f.n_local), str(f.threshold), str(f.enabled)])
+        # DESIGN.md: a flow starts at the step before its first (0), so the first packet counts
+        client.register_write(pn.FLOW_STEP, f.flow_id, TAG_MASK)
+    for slot in plan.jobs.values():
+        client.register_write(pn.FRONTIER, slot, TAG_MASK)
+        for step in range(pn.W):
+            client.register_write(pn.STEP_COUNT, pn.step_slot(slot, step), 0)
+    kmin, kmax = int(ecn["kmin"]), int(ecn["kmax"])
+    for prio, (lo, hi, prob) in enumerate(queue_ecn_entries(kmin, kmax, float(ecn["pmax"])), start=1):
+        client.table_add(pn.QUEUE_ECN, "queue_mark_prob", [f"{lo}->{hi}"], [str(prob)], prio)
+    p_sym = round(float(symphony.get("p_sym", 1.0)) * pn.PROB_ONE)
+    client.table_set_default(pn.SYM_ECN, "set_sym_ecn", [str(int(symphony.get("k_sym", pn.K_SYM_DEFAULT))),
+                                                         str(p_sym)])
+    for q in plan.queues:
+        if q.port < 1:
+            raise ValueError(f"switch {plan.name}: egress port {q.port} (0 means 'all ports' to Thrift)")
+        client.set_queue_depth(q.depth, q.port)
+        if q.pps:
+            client.set_queue_rate(q.pps, q.port)
+
+
+def _cell(v) -> dict:
+    """A counter cell as {"packets", "bytes"} whatever the client returns."""
+    if hasattr(v, "packets"):
+        return {"packets": int(v.packets), "bytes": int(v.bytes)}
+    if isinstance(v, dict):
+        return {"packets": int(v.get("packets", 0)), "bytes": int(v.get("bytes", 0))}
+    if isinstance(v, (list, tuple)):
+        return {"packets": int(v[0]), "bytes": int(v[1]) if len(v) > 1 else 0}
+    return {"packets": int(v), "bytes": 0}
+
+
+def dump_switch(client, plan: SwitchPlan) -> dict:
+    """Every register (whole arrays) and every counter cell the plan uses
+    (flow counters at its flow ids, port counters at its ports; cells no
+    flow or port maps to stay zero), with the flow table for reference."""
+    from topologies import p4names as pn
+    registers = {name: [int(x) for x in client.register_read(name)] for name in pn.REGISTERS}
+    flow_ids = [f.flow_id for f in plan.flows]
+    ports = [q.port for q in plan.queues]
+    counters = {}
+    for name in pn.COUNTERS:
+        idx = ports if name == pn.QUEUE_MARKS else flow_ids
+        counters[name] = {str(i): _cell(client.counter_read(name, i)) for i in idx}
+    return {"registers": registers, "counters": counters,
+            "flows": [dict(f.__dict__) for f in plan.flows],
+            "jobs": {str(job): slot for job, slot in plan.jobs.items()},
+            "queues": [dict(q.__dict__) for q in plan.queues]}

@@ -1,0 +1,405 @@
+"""The network a run uses: Mininet hosts, switch processes (twin or BMv2),
+links with rate (and delay where the kernel allows), the control plane, and a
+teardown that leaves nothing behind.
+
+    net = TestbedNetwork(topo, jobs, target="auto", run_dir=Path(...),
+                         symphony={...}, ecn={...})
+    with net:
+        net.popen("h1", [...]); net.dump_switches(run_dir / "switches")
+
+Rates: a switch egress port drains at its link's rate inside the switch
+(set_queue_rate), where the program sees the queue; the switch side gets no
+tc qdisc (two queues in series would hide the congestion from the program).
+The host side of a host link is shaped with htb at the link rate: that is the
+host's NIC, not a switch port.  Delays need sch_netem; where it is missing
+the network records a warning in ``warnings`` and runs without the delay.
+
+Every pid the network starts (Mininet's node shells, switch processes, popen'd
+processes) and its hosts' network namespaces go into /run/symphony/<id>.json
+so that `make clean-net` can remove them after a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from topologies import controlplane as cp
+from topologies.names import PREFIX, new_lab_id
+from topologies.placement import place_jobs
+from topologies.state import StateFile, kill_netns_processes, kill_pid, start_time
+from topologies.topo import FABRIC_LINK, HOST_LINK, TopoSpec, build
+
+HOST_PREFIX_LEN = 8           # hosts live in 10.0.0.0/8 (one subnet, static ARP)
+
+
+@dataclass(frozen=True)
+class LinkInfo:
+    node1: str
+    node2: str
+    intf1: str
+    intf2: str
+    rate_mbit: float | None
+    delay_ms: float
+    cls: str = HOST_LINK        # "host" | "fabric" (additive to contracts.md)
+
+
+class NetworkError(RuntimeError):
+    """The network could not be built as asked (one-line message)."""
+
+
+_netem_cache: dict[str, bool] = {}
+
+
+def netem_available() -> bool:
+    """Try a netem qdisc on a scratch dummy interface (the only reliable test:
+    `modprobe -n` is absent here and the module may be built in)."""
+    if "netem" not in _netem_cache:
+        name = f"{PREFIX}{new_lab_id()}nt"
+        ok = False
+        if subprocess.run(["ip", "link", "add", name, "type", "dummy"], capture_output=True).returncode == 0:
+            try:
+                ok = subprocess.run(["tc", "qdisc", "add", "dev", name, "root", "netem", "delay", "1ms"],
+                                    capture_output=True).returncode == 0
+            finally:
+                subprocess.run(["ip", "link", "del", name], capture_output=True)
+        _netem_cache["netem"] = ok
+    return _netem_cache["netem"]
+
+
+class TestbedNetwork:
+    __test__ = False        # not a pytest test class, despite the name
+
+    def __init__(self, topo: dict | TopoSpec, jobs: list[dict] | None = None, target: str = "auto",
+                 run_dir: Path | str | None = None, symphony: dict | None = None,
+                 ecn: dict | None = None, json_path: str | None = None, thrift_base: int = 9090):
+        self.spec = topo if isinstance(topo, TopoSpec) else build(topo)
+        self.jobs_cfg = jobs or []
+        self.job_dicts = place_jobs(self.spec, self.jobs_cfg) if self.jobs_cfg else []
+        self.requested_target = target
+        self.target: str | None = None
+        self.id = new_lab_id()
+        self.run_dir = Path(run_dir) if run_dir else Path(f"/tmp/{PREFIX}-{self.id}")
+        self.symphony = {"threshold": 1, "k_sym": 1, "p_sym": 1.0, "enabled": True, **(symphony or {})}
+        self.ecn = {"kmin": 5, "kmax": 20, "pmax": 0.2, **(ecn or {})}
+        self.json_path = json_path
+        self.thrift_base = thrift_base
+        self.depth = self.spec.params.get("queue_depth_pkts", 64)
+        self.warnings: list[str] = []
+        self.net = None
+        self.state: StateFile | None = None
+        self.clients: dict = {}
+        self.procs: list[subprocess.Popen] = []
+        self.netns_inodes: set[int] = set()
+        self._stopped = False
+        self._old_sigterm = None
+        self.links: dict[str, LinkInfo] = {}
+
+    # --- life cycle -----------------------------------------------------------
+    def __enter__(self) -> "TestbedNetwork":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> "TestbedNetwork":
+        if os.geteuid() != 0:
+            raise NetworkError("the network needs root (Mininet, namespaces): run with sudo")
+        from topologies.targets import resolve_target
+        self.target = "bridge" if self.requested_target == "bridge" else resolve_target(self.requested_target)
+        self._install_sigterm()
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _install_sigterm(self) -> None:
+        """SIGTERM becomes an exception in the main thread, so `with` (or the
+        caller's finally) tears the network down; only when nobody else has
+        claimed SIGTERM."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            def on_term(signum, frame):
+                raise SystemExit(128 + signum)
+            self._old_sigterm = signal.signal(signal.SIGTERM, on_term)
+
+    def _start(self) -> None:
+        from mininet.log import setLogLevel
+        from mininet.net import Mininet
+
+        from topologies.nodes import SymHost, SymLink
+        setLogLevel(os.environ.get("SYMPHONY_MININET_LOG", "error"))
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.state = StateFile(self.id, f"{PREFIX}{self.id}")
+        switch_cls = self._switch_class()
+        self.net = Mininet(topo=None, switch=switch_cls, host=SymHost, link=SymLink, controller=None,
+                           build=False, autoSetMacs=False, waitConnected=False)
+        for h in self.spec.hosts:
+            node = self.net.addHost(h.name, ip=f"{h.ip}/{HOST_PREFIX_LEN}", mac=h.mac)
+            self.state.add_pid(node.pid, f"shell {h.name}")
+            self.state.add_netns(node.pid, h.name)
+            self.netns_inodes.add(os.stat(f"/proc/{node.pid}/ns/net").st_ino)
+        for s in self.spec.switches:
+            node = self.net.addSwitch(s.name, **self._switch_params(s))
+            self.state.add_pid(node.pid, f"shell {s.name}")
+        for link in self.spec.links:
+            mn = self.net.addLink(link.node1, link.node2, port1=link.port1, port2=link.port2)
+            self.links[link.name] = LinkInfo(link.node1, link.node2, mn.intf1.name, mn.intf2.name,
+                                             link.rate_mbit, link.delay_ms, link.cls)
+        self.net.build()
+        self._configure_links()
+        for sw in self.net.switches:
+            sw.start([])
+            pid = sw.switch_pid()
+            if pid:
+                self.state.add_pid(pid, f"switch {sw.name}")
+        self._static_arp()
+        if self.target in ("soft", "bmv2"):
+            self._control_plane()
+        self._check_links()
+
+    def _switch_class(self):
+        from topologies import nodes
+        if self.target == "soft":
+            return nodes.SoftSwitch
+        if self.target == "bridge":
+            return nodes.BridgeSwitch
+        return nodes.bmv2_switch_class()
+
+    def _switch_params(self, s) -> dict:
+        params = {"net_id": self.id, "run_dir": str(self.run_dir), "queue_depth": self.depth}
+        if self.target == "bmv2":
+            json_path = self.json_path or str(Path(__file__).resolve().parent.parent / "build/bmv2/symphony.json")
+            params.update(device_id=s.device_id, thrift_port=self.thrift_base + s.device_id,
+                          json_path=json_path)
+        return params
+
+    # --- links -------------------------------------------------------------------
+    def _configure_links(self) -> None:
+        """Offloads/IPv6 off on the switch side; htb (and netem delay, where
+        it exists) on the host side of host links."""
+        from topologies.nodes import tune_root_intf
+        want_delay = any(link.delay_ms for link in self.spec.links)
+        has_netem = netem_available() if want_delay else False
+        if want_delay and not has_netem:
+            self.warnings.append("link delay requested but this kernel has no sch_netem: "
+                                 "links run without the delay")
+        for name, info in self.links.items():
+            for node, intf in ((info.node1, info.intf1), (info.node2, info.intf2)):
+                if self.spec.is_switch(node):
+                    for problem in tune_root_intf(intf):
+                        self.warnings.append(problem)
+            if info.cls == HOST_LINK:
+                host, intf = (info.node1, info.intf1) if not self.spec.is_switch(info.node1) else (info.node2, info.intf2)
+                self._shape_host(host, intf, info.rate_mbit, info.delay_ms if has_netem else 0.0)
+            elif info.delay_ms and has_netem:
+                for intf in (info.intf1, info.intf2):
+                    self._tc(None, "qdisc", "add", "dev", intf, "root", "netem", "delay", f"{info.delay_ms}ms")
+
+    def _tc(self, host: str | None, *args: str) -> None:
+        cmd = ["tc", *args]
+        if host is None:
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            out, code = r.stderr, r.returncode
+        else:
+            out, err, code = self.net[host].pexec(*cmd)
+            out = err or out
+        if code:
+            raise NetworkError(f"{' '.join(cmd)} on {host or 'root'}: {out.strip()}")
+
+    def _shape_host(self, host: str, intf: str, rate_mbit: float | None, delay_ms: float) -> None:
+        if rate_mbit:
+            self._tc(host, "qdisc", "replace", "dev", intf, "root", "handle", "1:", "htb", "default", "1")
+            self._tc(host, "class", "replace", "dev", intf, "parent", "1:", "classid", "1:1", "htb",
+                     "rate", f"{rate_mbit}mbit", "ceil", f"{rate_mbit}mbit")
+            if delay_ms:
+                self._tc(host, "qdisc", "add", "dev", intf, "parent", "1:1", "handle", "10:", "netem",
+                         "delay", f"{delay_ms}ms")
+        elif delay_ms:
+            self._tc(host, "qdisc", "replace", "dev", intf, "root", "netem", "delay", f"{delay_ms}ms")
+
+    def _check_links(self) -> None:
+        """Each requested link property must show in `tc qdisc show` (Mininet's
+        TCLink only prints an error when a qdisc is missing)."""
+        for name, info in self.links.items():
+            if info.cls != HOST_LINK or not info.rate_mbit:
+                continue
+            host, intf = (info.node1, info.intf1) if not self.spec.is_switch(info.node1) else (info.node2, info.intf2)
+            out, _, _ = self.net[host].pexec("tc", "class", "show", "dev", intf)
+            if "htb" not in out or "rate" not in out:
+                raise NetworkError(f"link {name}: htb rate {info.rate_mbit} Mb/s did not take effect on "
+                                   f"{host}:{intf} ({out.strip() or 'no class'})")
+
+    def set_link_rate(self, link: str, rate_mbit: float) -> None:
+        """Squeeze or restore a link: the switch egress queue(s) of the link
+        drain at the new rate; the host side (its NIC) is re-shaped."""
+        info = self.links[link]
+        spec = self.spec.link(link)
+        for node, port in ((spec.node1, spec.port1), (spec.node2, spec.port2)):
+            if self.spec.is_switch(node):
+                client = self.clients.get(node)
+                if client is not None:
+                    client.set_queue_rate(cp.rate_to_pps(rate_mbit), port)
+            else:
+                intf = info.intf1 if node == info.node1 else info.intf2
+                self._tc(node, "class", "change", "dev", intf, "parent", "1:", "classid", "1:1", "htb",
+                         "rate", f"{rate_mbit}mbit", "ceil", f"{rate_mbit}mbit")
+        self.links[link] = LinkInfo(info.node1, info.node2, info.intf1, info.intf2, rate_mbit,
+                                    info.delay_ms, info.cls)
+
+    # --- hosts -----------------------------------------------------------------------
+    def _static_arp(self) -> None:
+        for host, entries in cp.arp_entries(self.spec).items():
+            node = self.net[host]
+            for ip, mac in entries:
+                node.setARP(ip, mac)
+
+    @property
+    def job_specs(self) -> list:
+        """Ready job specs (ips, ring order filled): hosts.job.JobSpec where that
+        module exists, else the job-file dicts of contracts.md."""
+        try:
+            from hosts.job import JobSpec  # noqa: F401
+        except ImportError:
+            return [dict(d) for d in self.job_dicts]
+        from hosts import job as jobmod
+        return [jobmod.spec_from_dict(d) if hasattr(jobmod, "spec_from_dict") else d for d in self.job_dicts]
+
+    def popen(self, host: str, args: list[str], **kw) -> subprocess.Popen:
+        """A process on a Mininet host (its own session, so teardown can kill
+        its group), tracked for teardown.  stdout/stderr default to DEVNULL
+        (Mininet's default PIPE blocks a chatty process nobody reads)."""
+        kw.setdefault("stdout", subprocess.DEVNULL)
+        kw.setdefault("stderr", subprocess.DEVNULL)
+        kw.setdefault("stdin", subprocess.DEVNULL)
+        proc = self.net[host].popen(list(args), **kw)
+        self.procs.append(proc)
+        self.state.add_pid(proc.pid, f"popen {host} {os.path.basename(str(args[0]))}")
+        return proc
+
+    def cmd(self, host: str, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+        """Run a short command on a host and wait for it."""
+        proc = self.net[host].popen(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    stdin=subprocess.DEVNULL)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        return subprocess.CompletedProcess(args, proc.returncode, out.decode(errors="replace"),
+                                           err.decode(errors="replace"))
+
+    # --- switches ------------------------------------------------------------------
+    def _control_plane(self) -> None:
+        plans = cp.plan(self.spec, self.job_dicts, int(self.symphony["threshold"]),
+                        bool(self.symphony.get("enabled", True)), self.depth)
+        for sw in self.net.switches:
+            client = sw.client()
+            self.clients[sw.name] = client
+            cp.install(client, plans[sw.name], self.ecn, self.symphony)
+
+    def dead_switches(self) -> list[tuple[str, int]]:
+        out = []
+        for sw in (self.net.switches if self.net else []):
+            rc = sw.returncode()
+            if rc is not None:
+                out.append((sw.name, rc))
+        return out
+
+    def dump_switches(self, out_dir: Path | str) -> dict[str, Path]:
+        """switches/<name>.json: every counter and register of every switch."""
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        plans = cp.plan(self.spec, self.job_dicts, int(self.symphony["threshold"]),
+                        bool(self.symphony.get("enabled", True)), self.depth)
+        written = {}
+        for name, client in self.clients.items():
+            data = cp.dump_switch(client, plans[name])
+            data.update(switch=name, target=self.target)
+            path = out_dir / f"{name}.json"
+            path.write_text(json.dumps(data, indent=1, sort_keys=True))
+            written[name] = path
+        return written
+
+    def describe(self) -> dict:
+        """What was built (for meta.json and the CLI)."""
+        return {"id": self.id, "target": self.target, "kind": self.spec.kind,
+                "links": {k: asdict(v) for k, v in self.links.items()},
+                "jobs": self.job_dicts, "warnings": list(self.warnings),
+                "params": self.spec.params}
+
+    # --- teardown ------------------------------------------------------------------
+    def stop(self) -> None:
+        """Remove everything this network made; idempotent, signals held off
+        until it is done (a second Ctrl-C must not leave half a network)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        blocked = {signal.SIGINT, signal.SIGTERM}
+        in_main = threading.current_thread() is threading.main_thread()
+        if in_main:
+            old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+        try:
+            self._teardown()
+        finally:
+            if in_main:
+                if self._old_sigterm is not None:
+                    signal.signal(signal.SIGTERM, self._old_sigterm)
+                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+    def _teardown(self) -> None:
+        errors = []
+        for proc in self.procs:
+            if proc.poll() is None:
+                kill_pid(proc.pid, None, signal.SIGTERM)
+        deadline = time.monotonic() + 1.0
+        for proc in self.procs:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                kill_pid(proc.pid, None, signal.SIGKILL)
+                proc.wait()
+        for client in self.clients.values():
+            close = getattr(client, "close", None)
+            if close:
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - teardown goes on
+                    pass
+        if self.net is not None:
+            for sw in self.net.switches:
+                try:
+                    sw.stop_process()
+                except Exception as exc:  # noqa: BLE001
+                    errors.append(f"{sw.name}: {exc}")
+        if self.state is not None:
+            # Mininet's own stop() deletes every interface through the node
+            # shells, slowly; killing everything in the hosts' namespaces makes
+            # the kernel drop those namespaces with their veth ends, and the
+            # prefixed root-namespace ends go by name below.
+            kill_netns_processes(self.netns_inodes)
+            for entry in self.state.data["pids"]:
+                kill_pid(entry["pid"], entry.get("start"))
+        if self.net is not None:
+            for node in self.net.hosts + self.net.switches:
+                try:
+                    node.terminate()        # closes the node's pty, reaps its shell
+                except Exception as exc:  # noqa: BLE001
+                    errors.append(f"{node.name}: {exc}")
+        if self.state is not None:
+            from topologies.nslab import remove_by_prefix
+            remove_by_prefix(f"{PREFIX}-{self.id}-", f"{PREFIX}{self.id}")
+            self.state.remove()
+        if errors:
+            print("teardown: " + "; ".join(errors), file=sys.stderr)
