@@ -37,8 +37,15 @@ def netns_inode(pid: int) -> int | None:
 
 
 def alive(pid: int, started: int | None) -> bool:
-    st = start_time(pid)
-    return st is not None and (started is None or st == started)
+    """The recorded process still runs (a zombie waiting to be reaped does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    fields = stat[stat.rindex(")") + 2:].split()
+    if fields[0] in ("Z", "X"):
+        return False
+    return started is None or int(fields[19]) == started
 
 
 class StateFile:

@@ -1,0 +1,103 @@
+"""Teardown leaves nothing: after a normal end, an exception, SIGINT, SIGTERM,
+and (through `make clean-net`'s module) after SIGKILL of the owner."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import needs_root
+from topologies.names import PREFIX
+from topologies.nslab import list_links
+from topologies.state import STATE_DIR, alive
+
+pytestmark = [needs_root, pytest.mark.mininet]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def twin_present() -> bool:
+    return (ROOT / "topologies" / "twin" / "__main__.py").exists()
+
+
+TARGET = "soft" if twin_present() else "bridge"
+
+CHILD = textwrap.dedent("""
+    import sys, time
+    from topologies.network import TestbedNetwork
+    net = TestbedNetwork({"kind": "dumbbell", "hosts": 2, "host_rate_mbit": 50, "fabric_rate_mbit": 50},
+                         [{"ranks": 2}], target=sys.argv[1], run_dir=sys.argv[2])
+    with net:
+        p = net.popen("h1", ["sleep", "1000"])
+        print("READY", net.id, net.state.path, p.pid, flush=True)
+        time.sleep(1000)
+""")
+
+
+def leftovers(net_id: str) -> list[str]:
+    return [name for name in list_links() if name.startswith(f"{PREFIX}{net_id}")]
+
+
+def start_child(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, TARGET, str(tmp_path)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().split()
+    if not line or line[0] != "READY":
+        proc.kill()
+        raise AssertionError(f"child did not start: {line} {proc.stderr.read()[-2000:]}")
+    _, net_id, state_path, sleeper = line
+    state = json.loads(Path(state_path).read_text())
+    assert leftovers(net_id), "the network should have prefixed interfaces while it runs"
+    assert alive(int(sleeper), None)
+    return proc, net_id, Path(state_path), state, int(sleeper)
+
+
+def assert_nothing_left(net_id, state_path, state, sleeper):
+    deadline = time.monotonic() + 5
+    def running():
+        return [e for e in state["pids"] if alive(e["pid"], e["start"])] or alive(sleeper, None)
+    while time.monotonic() < deadline and (leftovers(net_id) or state_path.exists() or running()):
+        time.sleep(0.1)
+    assert leftovers(net_id) == []
+    assert not state_path.exists()
+    still = [e for e in state["pids"] if alive(e["pid"], e["start"])]
+    assert still == []
+    assert not alive(sleeper, None)
+    assert len(state["netns"]) == 2          # both hosts' namespaces were recorded
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_tears_everything_down(tmp_path, sig):
+    proc, net_id, state_path, state, sleeper = start_child(tmp_path)
+    proc.send_signal(sig)
+    proc.wait(timeout=30)
+    assert_nothing_left(net_id, state_path, state, sleeper)
+
+
+def test_clean_net_removes_what_a_killed_run_left(tmp_path):
+    proc, net_id, state_path, state, sleeper = start_child(tmp_path)
+    proc.kill()            # no teardown at all: the state file is all that is left
+    proc.wait(timeout=10)
+    assert state_path.exists() and leftovers(net_id)
+    out = subprocess.run([sys.executable, "-m", "topologies.cleanup"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert_nothing_left(net_id, state_path, state, sleeper)
+
+
+def test_exception_inside_with_tears_down(tmp_path):
+    from topologies.network import TestbedNetwork
+    net = TestbedNetwork({"kind": "star", "hosts": 2}, [{"ranks": 2}], target=TARGET, run_dir=tmp_path)
+    with pytest.raises(RuntimeError, match="boom"):
+        with net:
+            state = json.loads(net.state.path.read_text())
+            sleeper = net.popen("h2", ["sleep", "1000"]).pid
+            raise RuntimeError("boom")
+    assert_nothing_left(net.id, net.state.path, state, sleeper)
+    assert not list(STATE_DIR.glob(f"{net.id}*"))
