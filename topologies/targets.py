@@ -1,0 +1,76 @@
+"""Which switch target a run can use: BMv2 (simple_switch) or the software twin.
+
+`auto` means bmv2 where the BMv2 toolchain is installed (as in the VM that
+`vagrant up` builds, see docs/vm.md), else soft. The check only looks things up
+(PATH, importlib's finder); it starts nothing and imports nothing heavy, so
+pytest can call it at collection time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from typing import Callable, Optional
+
+TARGETS = ("auto", "bmv2", "soft")
+
+# What the bmv2 target needs, by the name a user would look for.
+BMV2_PROGRAMS = ("simple_switch",)
+# Either compiler driver produces build/bmv2/symphony.json (`make p4`).
+BMV2_COMPILERS = ("p4c-bm2-ss", "p4c")
+# p4utils starts the switches (P4Switch); sswitch_runtime/bm_runtime are BMv2's
+# Thrift stubs that p4utils' SimpleSwitchThriftAPI imports; thrift is their runtime.
+BMV2_PYTHON_MODULES = ("p4utils", "sswitch_runtime", "bm_runtime", "thrift")
+
+VM_HINT = "they come with the VM: `vagrant up`, see docs/vm.md"
+
+
+class TargetError(ValueError):
+    """A target was asked for that cannot run here (one-line message)."""
+
+
+def _module_present(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def missing_bmv2_parts(which: Callable[[str], Optional[str]] = shutil.which,
+                       has_module: Callable[[str], bool] = _module_present) -> list[str]:
+    """Names of the BMv2 toolchain parts that are not installed (empty: all there)."""
+    missing = [prog for prog in BMV2_PROGRAMS if not which(prog)]
+    if not any(which(c) for c in BMV2_COMPILERS):
+        missing.append("/".join(BMV2_COMPILERS))
+    missing += [f"python module {m}" for m in BMV2_PYTHON_MODULES if not has_module(m)]
+    return missing
+
+
+def bmv2_available(**lookups) -> bool:
+    """True when simple_switch, a p4c BMv2 compiler and p4utils (with BMv2's Thrift
+    modules) are all installed."""
+    return not missing_bmv2_parts(**lookups)
+
+
+def bmv2_skip_reason(**lookups) -> str:
+    """Why BMv2-only tests skip here; empty when nothing is missing."""
+    missing = missing_bmv2_parts(**lookups)
+    if not missing:
+        return ""
+    return f"simple_switch/p4c not installed (missing: {', '.join(missing)}; {VM_HINT})"
+
+
+def resolve_target(name: str, **lookups) -> str:
+    """"auto" | "bmv2" | "soft" -> "bmv2" | "soft"; TargetError for an unknown
+    name or for bmv2 where its toolchain is missing."""
+    if name not in TARGETS:
+        raise TargetError(f"unknown target {name!r}: choose one of {', '.join(TARGETS)}")
+    if name == "soft":
+        return "soft"
+    missing = missing_bmv2_parts(**lookups)
+    if name == "auto":
+        return "soft" if missing else "bmv2"
+    if missing:
+        raise TargetError(f"target bmv2 needs {', '.join(missing)}, not installed here "
+                          f"({VM_HINT}); or use --target soft")
+    return "bmv2"
