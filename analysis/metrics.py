@@ -291,6 +291,30 @@ def _decimate(n: int, limit: int) -> list[int]:
     return idx
 
 
+def place_compute_jitter(windows: list[dict[str, Any]], events: list[Event]) -> list[dict[str, Any]]:
+    """Give each ``compute`` jitter event (rank ``rank`` of job ``job`` starts
+    iteration ``params.iter`` ``params.delay_s`` late) the window it shows up
+    as: from ``delay_s`` before that rank's first step_start of that
+    iteration to that step_start.  Events that cannot be placed (no such
+    step_start) keep start_ns/end_ns None."""
+    first: dict[tuple[Any, int, int], int] = {}
+    for e in events:
+        if e["kind"] == "step_start":
+            for key in ((e["job"], e["rank"], e["iter"]), (None, e["rank"], e["iter"])):
+                first[key] = min(first.get(key, e["t"]), e["t"])
+    out = []
+    for w in windows:
+        params = w.get("params") or {}
+        if w.get("kind") == "compute" and w.get("start_ns") is None:
+            key = (w.get("job"), w.get("rank"), params.get("iter"))
+            t = first.get(key)
+            delay = params.get("delay_s")
+            if t is not None and isinstance(delay, (int, float)):
+                w = {**w, "start_ns": t - int(delay * NS), "end_ns": t}
+        out.append(w)
+    return out
+
+
 # ---------------------------------------------------------------- config
 
 def link_rate_bps(config: dict[str, Any]) -> float | None:
@@ -388,7 +412,7 @@ def run_metrics(events: list[Event], switches: dict[str, dict[str, Any]], config
         "cnp": {"tx": sum(j["cnp"]["tx"] for j in jobs.values()),
                 "rx": sum(j["cnp"]["rx"] for j in jobs.values())},
         "jitter": [{"kind": w.get("kind"), "link": w.get("link"), "rank": w.get("rank"),
-                    "start_s": _s(w["start_ns"], t0), "end_s": _s(w["end_ns"], t0),
+                    "start_s": _s(w.get("start_ns"), t0), "end_s": _s(w.get("end_ns"), t0),
                     "params": w.get("params")} for w in (jitter or [])],
     }
     if rate is not None:

@@ -14,7 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.patches import Patch, Rectangle  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 PHASE_COLOURS = {"rs": ("#1f77b4", "#6baed6"), "ag": ("#e6550d", "#fdae6b")}  # (even k, odd k)
@@ -27,6 +27,23 @@ def variant_colour(variant: str, i: int = 0) -> str:
     if variant in VARIANT_COLOURS:
         return VARIANT_COLOURS[variant]
     return plt.get_cmap("tab10")(i % 10)
+
+
+def jitter_label(w: dict[str, Any]) -> str:
+    kind = str(w.get("kind", "jitter"))
+    params = w.get("params") or {}
+    if kind == "compute":
+        delay = params.get("delay_s")
+        late = f"{delay * 1e3:g} ms " if isinstance(delay, (int, float)) else ""
+        return f"compute: iter {params.get('iter')} starts {late}late"
+    if kind == "cross":
+        return f"cross traffic {w.get('src', '?')}->{w.get('dst', '?')}"
+    where = f" {w['link']}" if w.get("link") else ""
+    if kind == "rate" and isinstance(params.get("rate_mbit"), (int, float)):
+        return f"rate{where} -> {params['rate_mbit']:g} Mbit/s"
+    if w.get("applied_as") and w.get("applied_as") != kind:
+        return f"{kind}{where} (as {w['applied_as']})"
+    return kind + where
 
 
 def _save(fig, path: Path) -> Path:
@@ -76,14 +93,22 @@ def plot_timeline(panels: Sequence[dict[str, Any]], path: Path) -> Path:
                     continue
                 ax.barh(y, dur, left=start, height=0.7, color=colours[k % 2], edgecolor="white", linewidth=0.3)
         for w in panel.get("jitter", []):
+            if w.get("start_ns") is None or w.get("end_ns") is None:
+                continue
             a, b = (w["start_ns"] - t0) / 1e9, (w["end_ns"] - t0) / 1e9
-            rank = w.get("rank")
-            row = [i for i, key in enumerate(rows) if isinstance(rank, int) and key[1] == rank]
-            if row:  # a rank's own link: shade its row
-                ax.fill_betweenx([row[0] - 0.5, row[0] + 0.5], a, b, color=JITTER_COLOUR, alpha=0.18, zorder=0)
+            rank, job = w.get("rank"), w.get("job")
+            row = [i for i, key in enumerate(rows)
+                   if isinstance(rank, int) and key[1] == rank and (job is None or key[0] == job)]
+            # shade behind the bars and outline on top, so the window shows over them too
+            if row:  # a rank's own link or a straggling rank: its row only
+                lo, hi = row[0] - 0.5, row[0] + 0.5
+                ax.fill_betweenx([lo, hi], a, b, color=JITTER_COLOUR, alpha=0.18, zorder=0)
+                ax.add_patch(Rectangle((a, lo), b - a, hi - lo, fill=False, edgecolor=JITTER_COLOUR,
+                                       lw=1.3, zorder=4))
             else:
                 ax.axvspan(a, b, color=JITTER_COLOUR, alpha=0.12, zorder=0)
-            label = str(w.get("kind", "jitter")) + (f" {w['link']}" if w.get("link") else "")
+                ax.axvspan(a, b, fill=False, edgecolor=JITTER_COLOUR, lw=1.3, zorder=4)
+            label = jitter_label(w)
             y_text = row[0] - 0.5 if row else -0.5
             ax.text(a, y_text, " " + label, fontsize=7, color=JITTER_COLOUR, va="bottom", ha="left")
             jitter_drawn = True

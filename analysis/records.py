@@ -11,12 +11,16 @@ Jitter times (``jitter.jsonl``): each change is
 are accepted in two forms:
 
 * integers of ns, CLOCK_REALTIME (anything above 1e15 is taken as that);
-* seconds relative to the run start, plus a ``t0``: either a field ``t0`` on
-  the same line, or a header line holding ``t0`` and no ``kind`` that applies
-  to the lines after it.  ``t0`` is ns CLOCK_REALTIME (or seconds since the
-  epoch when it is below 1e12).  Without any ``t0`` the relative times are
-  taken from the first agent event, with a warning.
+* seconds relative to the run's t0 (when the agents were started), also
+  spelt ``start_s``/``end_s`` as experiments/jitter.py writes them.  t0 comes
+  from, first found: a field ``t0`` on the same line; a header line holding
+  ``t0`` and no ``kind`` (applies to the lines after it); meta.json's
+  ``t0_ns`` (or ``agents_t0_ns``, ``start_ns``, ``t0``); else the first agent
+  event, with a warning.  ``t0`` is ns CLOCK_REALTIME, or seconds since the
+  epoch when it is below 1e12.
 
+``compute`` events (a rank starts an iteration late) carry no window; they
+are placed from the agent events by ``metrics.place_compute_jitter``.
 All jitter windows leave this module as absolute ns.
 """
 
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.metrics import place_compute_jitter
 from hosts.events import SchemaError, validate
 
 try:  # Python 3.11+
@@ -184,9 +189,30 @@ def _abs_ns(value: Any, t0: int | None) -> int | None:
     return t0 + int(round(value * 1e9))
 
 
+META_T0_KEYS = ("t0_ns", "agents_t0_ns", "start_ns", "t0")
+
+
+def meta_t0_ns(meta: dict[str, Any]) -> int | None:
+    """The run's t0 (when the agents were started) from meta.json, if given."""
+    for key in META_T0_KEYS:
+        t0 = _t0_ns(meta.get(key))
+        if t0 is not None:
+            return t0
+    return None
+
+
 def normalise_jitter(lines: list[dict[str, Any]], fallback_t0: int | None,
-                     sink: list[str], where: str = "jitter.jsonl") -> list[dict[str, Any]]:
-    """Jitter lines -> windows with ``start_ns``/``end_ns`` (absolute)."""
+                     sink: list[str], where: str = "jitter.jsonl",
+                     run_t0: int | None = None) -> list[dict[str, Any]]:
+    """Jitter lines -> windows with ``start_ns``/``end_ns`` (absolute).
+
+    Times come as ``start``/``end`` (absolute ns, or seconds relative to t0)
+    or ``start_s``/``end_s`` (always seconds relative to t0).  t0: the line's
+    own ``t0``, else the last header line's, else ``run_t0`` (meta.json),
+    else ``fallback_t0`` (the first agent event) with a warning.  A
+    ``compute`` event has no window of its own: it is kept with
+    ``start_ns``/``end_ns`` None (``metrics.place_compute_jitter`` puts it
+    where the rank actually started late)."""
     header_t0: int | None = None
     warned_fallback = False
     out = []
@@ -195,15 +221,25 @@ def normalise_jitter(lines: list[dict[str, Any]], fallback_t0: int | None,
             if "t0" in line:
                 header_t0 = _t0_ns(line["t0"])
             continue
-        t0 = _t0_ns(line["t0"]) if "t0" in line else header_t0
+        seconds_only = "start" not in line and "start_s" in line
+        raw_start = line.get("start_s") if seconds_only else line.get("start")
+        raw_end = line.get("end_s") if seconds_only else line.get("end")
+        if line["kind"] == "compute" and raw_start is None:
+            out.append({**line, "start_ns": None, "end_ns": None})
+            continue
+        t0 = _t0_ns(line["t0"]) if "t0" in line else (header_t0 if header_t0 is not None else run_t0)
         if t0 is None and fallback_t0 is not None:
-            relative = any(isinstance(line.get(k), (int, float)) and line.get(k) < ABS_NS_MIN
-                           for k in ("start", "end"))
+            relative = seconds_only or any(isinstance(v, (int, float)) and v < ABS_NS_MIN
+                                           for v in (raw_start, raw_end))
             if relative and not warned_fallback:
                 _warn(sink, f"{where}: relative times without t0; taking the first agent event as t0")
                 warned_fallback = True
             t0 = fallback_t0
-        start, end = _abs_ns(line.get("start"), t0), _abs_ns(line.get("end"), t0)
+        if seconds_only:
+            start = None if t0 is None or not isinstance(raw_start, (int, float)) else t0 + int(round(raw_start * 1e9))
+            end = None if t0 is None or not isinstance(raw_end, (int, float)) else t0 + int(round(raw_end * 1e9))
+        else:
+            start, end = _abs_ns(raw_start, t0), _abs_ns(raw_end, t0)
         if start is None or end is None or end < start:
             _warn(sink, f"{where}:{number}: start/end missing or unusable; skipped it")
             continue
@@ -224,5 +260,7 @@ def load_run(path: str | Path) -> Run:
     jitter_path = run.path / "jitter.jsonl"
     if jitter_path.exists():
         first = run.events[0]["t"] if run.events else None
-        run.jitter = normalise_jitter(read_jsonl(jitter_path, sink), first, sink, str(jitter_path))
+        run.jitter = normalise_jitter(read_jsonl(jitter_path, sink), first, sink, str(jitter_path),
+                                      run_t0=meta_t0_ns(run.meta))
+        run.jitter = place_compute_jitter(run.jitter, run.events)
     return run

@@ -157,13 +157,17 @@ def make_plots(runs: list[Run], analysed: list[dict[str, Any]], plot_dir: Path,
                    "t0": by_name[r.name]["t0_ns"], "jitter": r.jitter} for r in members]
         written.append(plots.plot_timeline(panels, plot_dir / f"timeline_{label}.png"))
 
+    # ok runs only (a failed run can last far longer and squash the axis); all
+    # runs when none is ok, so that something is shown
+    shown = [r for r in with_events if r.status == "ok"] or with_events
     series = {v: [{"label": (f"rep {r.repeat}" if r.repeat is not None else r.name)
                             + (f" job {j}" if len(by_name[r.name]["jobs"]) > 1 else "")
                             + ("" if r.status == "ok" else f" ({r.status})"),
                    "curve": jm["misalignment_curve"]}
-                  for r in with_events if r.variant == v
+                  for r in shown if r.variant == v
                   for j, jm in by_name[r.name]["jobs"].items()]
               for v in variants}
+    series = {v: s for v, s in series.items() if s}
     if any(series.values()):
         written.append(plots.plot_misalignment(series, plot_dir / "misalignment.png"))
 
@@ -260,7 +264,7 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
     captions = {
         "timeline": "Per-step timeline: a row per rank, a bar per ring step (blue reduce-scatter, orange "
                     "all-gather), jitter windows shaded red; the variants of one repeat share the time axis.",
-        "misalignment": "Misalignment over time (newest minus oldest current step across ranks).",
+        "misalignment": "Misalignment over time (newest minus oldest current step across ranks), ok runs.",
         "cct": "CCT distribution per variant (box: quartiles, diamond: mean, dots: iterations).",
         "rates": "DCQCN current rate Rc per ring flow; ticks under each panel are the CNPs its sender received.",
         "marks": "ECN marks by cause per switch, mean over ok runs (error bar: std).",
@@ -283,15 +287,28 @@ def default_out_dir(run_dirs: list[Path]) -> Path:
     return Path(os.path.commonpath([str(p) for p in resolved]))
 
 
-def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = None) -> Path:
-    """Analyse the runs, write metrics.json into each, plots and report.md
-    into out_dir (default: ``default_out_dir``).  Returns report.md's path."""
-    run_dirs = [Path(d) for d in run_dirs]
-    if not run_dirs:
+def _check_dirs(run_dirs: Iterable[str | Path]) -> list[Path]:
+    dirs = [Path(d) for d in run_dirs]
+    if not dirs:
         raise ValueError("no run directories given")
-    for d in run_dirs:
+    for d in dirs:
         if not d.is_dir():
             raise ValueError(f"not a directory: {d}")
+    return dirs
+
+
+def summarise_dirs(run_dirs: Iterable[str | Path]) -> dict[str, Any]:
+    """The summary table's figures (per variant: CCT mean/std, cct_change_pct,
+    ...) without writing anything: for the runner's summary.json, so that
+    CCT is computed in one place."""
+    return summarise([analyse_run(load_run(d)) for d in _check_dirs(run_dirs)])
+
+
+def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = None) -> Path:
+    """Analyse the runs, write metrics.json into each, plots, report.md and
+    report.json (the summary table's figures) into out_dir (default:
+    ``default_out_dir``).  Returns report.md's path."""
+    run_dirs = _check_dirs(run_dirs)
     out = Path(out_dir) if out_dir is not None else default_out_dir(run_dirs)
     out.mkdir(parents=True, exist_ok=True)
     runs = [load_run(d) for d in run_dirs]
@@ -301,10 +318,10 @@ def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = No
         _write_json(run.path / "metrics.json", a)
         analysed.append(a)
     summary = summarise(analysed)
+    _write_json(out / "report.json", {"runs": [str(r.path) for r in runs], **summary})
     plot_paths = make_plots(runs, analysed, out / "plots")
     warnings = [w for r in runs for w in r.warnings]
-    title = out.name
-    text = render_markdown(title, summary, analysed, plot_paths, out, warnings)
+    text = render_markdown(out.name, summary, analysed, plot_paths, out, warnings)
     report = out / "report.md"
     report.write_text(text, encoding="utf-8")
     return report

@@ -119,7 +119,7 @@ def write_run(run_dir: Path, times: Times, *, job: int = 1, variant: str = "base
     first = min(s for s, _ in times.values())
     last = max(e for _, e in times.values())
     meta = {"target": "synthetic", "seed": 1, "variant": variant, "repeat": repeat,
-            "status": status, "reason": reason, "wall_s": (last - first) / 1e9}
+            "status": status, "reason": reason, "wall_s": (last - first) / 1e9, "t0_ns": first}
     (run_dir / "meta.json").write_text(json.dumps(meta, indent=1))
     (run_dir / "config.toml").write_text(config_text(host_rate_mbit, n))
     if switches is not None:
@@ -174,8 +174,11 @@ def demo_experiment(root: Path, repeats: int = 3, n: int = 4, iterations: int = 
                                             "queue_marks": [5, 30 - (10 if variant == "symphony" else 0), 2, 1],
                                             "pkts": [900, 950, 910, 905]},
                                "registers": {"frontier": [7]}}}
-            jitter = [{"t0": t0}, {"kind": "rate", "link": "h2-s1", "rank": 1, "start": 0.05, "end": 0.25,
-                                   "params": {"fraction": round(1 / factor, 3)}}]
+            # as experiments/jitter.py writes them: seconds after t0, t0 in meta.json
+            jitter = [{"kind": "compute", "job": 1, "rank": 2, "link": None, "start_s": None, "end_s": None,
+                       "params": {"iter": 1, "delay_s": 0.03}},
+                      {"kind": "rate", "link": "h2-s1", "rank": 1, "start_s": 0.05, "end_s": 0.25,
+                       "params": {"fraction": round(1 / factor, 3), "rate_mbit": round(line / 1e6 / factor, 3)}}]
             d = write_run(root / f"20260101T000000-{variant}-rep{rep}", times, variant=variant, repeat=rep,
                           switches=switches, jitter=jitter, chunk_bytes=45_000,
                           rates={0: sawtooth_rates(t0, cnp_t, line), 1: sawtooth_rates(t0, cnp_t[:2], line)},

@@ -84,3 +84,21 @@ def test_jitter_relative_without_t0_uses_the_first_event_and_says_so():
     assert out[0]["start_ns"] == 1000 + 10**9
     with pytest.warns(RecordWarning, match="unusable"):
         assert normalise_jitter([{"kind": "rate", "start": 1, "end": 2}], None, []) == []
+
+
+def test_jitter_as_the_runner_writes_it_start_s_and_t0_from_meta(tmp_path):
+    times = ring_times(3, 2, 0.01, straggle={(2, 1): 0.004})
+    first = min(a for a, _ in times.values())
+    run_dir = write_run(tmp_path / "run", times, jitter=[
+        {"kind": "rate", "link": "h1-s1", "start_s": 0.5, "end_s": 1.25, "params": {"rate_mbit": 5}},
+        {"kind": "compute", "job": 1, "rank": 2, "link": None, "start_s": None, "end_s": None,
+         "params": {"iter": 1, "delay_s": 0.004}},
+    ])
+    meta = json.loads((run_dir / "meta.json").read_text())
+    meta["t0_ns"] = first - 10**9  # the agents were started 1 s before their first event
+    (run_dir / "meta.json").write_text(json.dumps(meta))
+    run = load_run(run_dir)
+    rate, compute = run.jitter
+    assert (rate["start_ns"], rate["end_ns"]) == (first - 10**9 + 5 * 10**8, first + 25 * 10**7)
+    rank2_iter1 = min(e["t"] for e in run.events if e["kind"] == "step_start" and e["rank"] == 2 and e["iter"] == 1)
+    assert (compute["start_ns"], compute["end_ns"]) == (rank2_iter1 - 4 * 10**6, rank2_iter1)
