@@ -199,17 +199,56 @@ PRESET_NAMES = (*PRESETS, PRESET_OFF)
 FIELD_NAMES = tuple(f.name for f in fields(DcqcnParams))
 
 
+# Overrides may name a field in other units (job files say cnp_interval_us = 50):
+# suffix -> (suffix of the field, factor to the field's unit)
+UNIT_ALIASES = {"_us": ("_s", 1e-6), "_ms": ("_s", 1e-3),
+                "_kbit": ("_bps", 1e3), "_mbit": ("_bps", 1e6), "_gbit": ("_bps", 1e9)}
+
+
+def normalize_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
+    """Field names for overrides given in other units (``cnp_interval_us`` ->
+    ``cnp_interval_s``); ValueError naming an unknown or doubly given one."""
+    out: dict[str, Any] = {}
+    for key, value in overrides.items():
+        name, factor = key, None
+        if key not in FIELD_NAMES:
+            for suffix, (field_suffix, f) in UNIT_ALIASES.items():
+                if key.endswith(suffix) and key[:-len(suffix)] + field_suffix in FIELD_NAMES:
+                    name, factor = key[:-len(suffix)] + field_suffix, f
+                    break
+            else:
+                raise ValueError(f"unknown dcqcn parameter '{key}' (known: {', '.join(FIELD_NAMES)}; "
+                                 f"times also in _us/_ms, rates in _kbit/_mbit/_gbit)")
+        if name in out:
+            raise ValueError(f"dcqcn parameter '{name}' is given twice (as '{key}' too)")
+        if factor is not None:
+            if not _is_number(value):
+                raise ValueError(f"dcqcn parameter '{key}' must be a number, got {value!r}")
+            value = value * factor
+        out[name] = value
+    return out
+
+
 def make_params(preset: str, line_rate_bps: float, **overrides: Any) -> DcqcnParams:
-    """Parameters of a preset at a line rate, with fields overridden by name.
-    Raises ValueError naming the preset or field for bad input."""
+    """Parameters of a preset at a line rate, with fields overridden by name
+    (or by a unit alias, see normalize_overrides).  Raises ValueError naming
+    the preset or field for bad input."""
     if preset not in PRESETS:
         raise ValueError(f"dcqcn preset must be one of {', '.join(PRESETS)} "
                          f"(or '{PRESET_OFF}' for no rate control), got {preset!r}")
-    unknown = sorted(set(overrides) - set(FIELD_NAMES))
-    if unknown:
-        raise ValueError(f"unknown dcqcn parameter '{unknown[0]}' (known: {', '.join(FIELD_NAMES)})")
+    overrides = normalize_overrides(overrides)
     params = PRESETS[preset](line_rate_bps)
     return replace(params, **overrides) if overrides else params
+
+
+def controllers(preset: str, line_rate_bps: float | None, now: float, **overrides: Any
+                ) -> tuple["ReactionPoint", "NotificationPoint"] | None:
+    """The (reaction point, notification point) pair of one rank, or None when
+    there is no rate control: preset "off", or no line rate to start from."""
+    if preset == PRESET_OFF or line_rate_bps is None:
+        return None
+    params = make_params(preset, line_rate_bps, **overrides)
+    return ReactionPoint(params, now), NotificationPoint(params.cnp_interval_s)
 
 
 # --- reaction point ----------------------------------------------------------

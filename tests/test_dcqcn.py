@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from hosts.dcqcn import (ALPHA_REPORT_STEP, INF, DcqcnParams, NotificationPoint, ReactionPoint,
-                         emulation_params, first_time, make_params, paper_params, trajectory)
+                         controllers, emulation_params, first_time, make_params, paper_params, trajectory)
 
 LINE = 20e6
 EPS = 1e-9   # timers accumulate float periods: look just after a boundary
@@ -50,6 +50,26 @@ def test_make_params_rejects_unknown_preset_and_field():
         make_params("emulation", -LINE)
     p = make_params("emulation", LINE, cnp_interval_s=50e-6, clamp_target_rate=True)
     assert p.cnp_interval_s == 50e-6 and p.clamp_target_rate
+
+
+def test_overrides_in_other_units_as_job_files_write_them():
+    p = make_params("emulation", LINE, cnp_interval_us=50, increase_period_ms=2, r_hai_mbit=0.5)
+    assert p.cnp_interval_s == pytest.approx(50e-6)
+    assert p.increase_period_s == pytest.approx(2e-3)
+    assert p.r_hai_bps == pytest.approx(0.5e6)
+    with pytest.raises(ValueError, match="given twice"):
+        make_params("emulation", LINE, cnp_interval_us=50, cnp_interval_s=1e-3)
+    with pytest.raises(ValueError, match="'g_us'"):
+        make_params("emulation", LINE, g_us=1)
+    with pytest.raises(ValueError, match="'cnp_interval_s'"):
+        make_params("emulation", LINE, cnp_interval_us=-5)
+
+
+def test_controllers_pair_or_none_when_off():
+    assert controllers("off", LINE, 0.0) is None
+    assert controllers("emulation", None, 0.0) is None
+    rp, np_ = controllers("emulation", LINE, 3.0, cnp_interval_ms=2)
+    assert rp.rate_bps == LINE and np_.cnp_interval_s == pytest.approx(2e-3)
 
 
 def test_paper_preset_has_the_published_values():
