@@ -1,0 +1,96 @@
+"""The control plane's I/O half against a recording client (the calls BMv2's
+SimpleSwitchThriftAPI and the twin both take), no switch needed."""
+
+import pytest
+
+from hosts.wire import TAG_MASK
+from topologies import controlplane as cp
+from topologies import p4names as pn
+from topologies.placement import place_jobs
+from topologies.topo import build
+
+
+class Recorder:
+    """Stands in for SimpleSwitchThriftAPI / TwinClient: records every call;
+    reads return zeros of the right size."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        def call(*args):
+            self.calls.append((name, *args))
+            if name == "register_read":
+                return [0] * pn.REGISTERS[args[0]].size
+            if name == "counter_read":
+                return {"packets": 7, "bytes": 7000}
+            return None
+        return call
+
+    def of(self, name):
+        return [c[1:] for c in self.calls if c[0] == name]
+
+
+@pytest.fixture
+def installed():
+    topo = build({"kind": "leafspine", "hosts": 4, "leaves": 2, "spines": 1,
+                  "host_rate_mbit": 12, "fabric_rate_mbit": 6, "queue_depth_pkts": 40})
+    specs = place_jobs(topo, [{"ranks": 4}])
+    plans = cp.plan(topo, specs, threshold=3, enabled=True, depth=40)
+    client = Recorder()
+    cp.install(client, plans["l1"], {"kmin": 4, "kmax": 8, "pmax": 0.5},
+               {"k_sym": 2, "p_sym": 0.25})
+    return topo, plans["l1"], client
+
+
+def test_forward_and_flow_entries_in_bmv2_formats(installed):
+    topo, plan, client = installed
+    fwd = client.of("table_add")
+    assert ("forward", "ipv4_forward", ["10.0.0.3/32"], ["00:00:00:00:00:03", "3"]) in fwd
+    tracks = [c for c in fwd if c[0] == "symphony_flows"]
+    # ring h1 -> h3 -> h2 -> h4 -> h1: all four flows cross l1, n_local 4
+    assert len(tracks) == 4
+    assert tracks[0] == ("symphony_flows", "track", ["10.0.0.1", "10.0.0.3", "5000"], ["0", "0", "4", "3", "1"])
+
+
+def test_job_state_starts_before_step_zero(installed):
+    _, plan, client = installed
+    writes = client.of("register_write")
+    assert [w for w in writes if w[0] == "flow_step"] == [("flow_step", i, TAG_MASK) for i in range(4)]
+    assert ("frontier", 0, TAG_MASK) in writes
+    assert sorted(w[1] for w in writes if w[0] == "step_count") == list(range(pn.W))
+
+
+def test_ecn_ranges_and_symphony_defaults(installed):
+    _, _, client = installed
+    ranges = [c for c in client.of("table_add") if c[0] == "queue_ecn"]
+    # depths 5..8 ramp to Pmax = 0.5, then everything past Kmax marks
+    assert [(c[2][0], int(c[3][0])) for c in ranges] == [
+        ("5->5", 8192), ("6->6", 16384), ("7->7", 24576), ("8->8", 32768),
+        (f"9->{(1 << pn.QDEPTH_BITS) - 1}", pn.PROB_ONE)]
+    assert [c[4] for c in ranges] == [1, 2, 3, 4, 5]          # priorities from 1: 0 would mean "all"
+    assert client.of("table_set_default") == [("sym_ecn", "set_sym_ecn", ["2", str(pn.PROB_ONE // 4)])]
+
+
+def test_queue_rate_and_depth_per_port_never_port_zero(installed):
+    _, plan, client = installed
+    assert client.of("set_queue_depth") == [(40, 1), (40, 2), (40, 3)]
+    # host ports at 12 Mb/s = 1000 pps, the spine port at 6 Mb/s = 500 pps
+    assert client.of("set_queue_rate") == [(1000, 1), (1000, 2), (500, 3)]
+
+
+def test_dump_reads_every_register_and_the_used_counters(installed):
+    _, plan, client = installed
+    dump = cp.dump_switch(client, plan)
+    assert set(dump["registers"]) == set(pn.REGISTERS)
+    assert len(dump["registers"]["step_count"]) == pn.STEP_SLOTS
+    assert set(dump["counters"]) == set(pn.COUNTERS)
+    assert sorted(dump["counters"]["pkts"]) == ["0", "1", "2", "3"]
+    assert sorted(dump["counters"]["queue_marks"]) == ["1", "2", "3"]
+    assert dump["counters"]["sym_marks"]["0"] == {"packets": 7, "bytes": 7000}
+    assert dump["jobs"] == {"1": 0}
+
+
+def test_ecn_range_table_too_big():
+    with pytest.raises(ValueError, match="queue_ecn"):
+        cp.queue_ecn_entries(0, pn.QUEUE_ECN_SIZE + 10, 1.0)

@@ -1,0 +1,190 @@
+"""Each topology on the soft target (the twin), one network per topology
+shared by its assertions: every host reaches every other (ping and UDP), an
+egress queue pushed past Kmax marks ECN-capable packets CE, and the switch
+counters read back into switches/<name>.json."""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import needs_root
+from topologies.names import PREFIX
+from topologies.nslab import list_links
+
+ROOT = Path(__file__).resolve().parent.parent
+TWIN = (ROOT / "topologies" / "twin" / "__main__.py").exists()
+
+pytestmark = [needs_root, pytest.mark.mininet,
+              pytest.mark.skipif(not TWIN, reason="the twin (topologies/twin) is not there yet")]
+
+RATE = 10          # Mb/s on every link: about 833 full-size packets/s per port
+ECN = {"kmin": 2, "kmax": 6, "pmax": 0.2}
+
+# UDP echo server: answers every datagram with its payload
+ECHO = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], int(sys.argv[2])))
+while True:
+    data, addr = s.recvfrom(2048)
+    s.sendto(data, addr)
+"""
+
+# UDP client: one datagram to each peer (3 tries), prints the peers that answered
+MESH = """
+import json, socket, sys
+me, port, peers = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((me, 0))
+s.settimeout(0.5)
+ok = []
+for peer in peers:
+    for _ in range(3):
+        s.sendto(me.encode(), (peer, port))
+        try:
+            data, addr = s.recvfrom(2048)
+        except socket.timeout:
+            continue
+        if addr[0] == peer and data == me.encode():
+            ok.append(peer)
+            break
+print(json.dumps(ok))
+"""
+
+# ECN receiver: counts datagrams and CE marks (IP_RECVTOS) until idle
+RECV = """
+import json, socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.settimeout(float(sys.argv[3]))
+n = ce = 0
+print("ready", flush=True)
+while True:
+    try:
+        data, anc, _, _ = s.recvmsg(2048, socket.CMSG_SPACE(1))
+    except socket.timeout:
+        break
+    n += 1
+    for level, kind, value in anc:
+        if level == socket.IPPROTO_IP and kind == socket.IP_TOS and value[0] & 3 == 3:
+            ce += 1
+print(json.dumps({"n": n, "ce": ce}), flush=True)
+"""
+
+# ECT(0) sender from a fixed source port, as fast as the host's NIC (htb) lets it
+SEND = """
+import socket, sys, time
+dst, dport, sport, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 2)
+s.bind(("0.0.0.0", sport))
+end = time.monotonic() + secs
+payload = bytes(1200)
+n = 0
+while time.monotonic() < end:
+    try:
+        s.sendto(payload, (dst, dport))
+        n += 1
+    except OSError:
+        time.sleep(0.001)
+print(n)
+"""
+
+TOPOLOGIES = {
+    # (topology, jobs, incast: two senders -> one receiver across the switch under test)
+    "star": ({"kind": "star", "hosts": 3}, [{"ranks": 3}], ("h1", "h2", "h3")),
+    "leafspine": ({"kind": "leafspine", "hosts": 4, "leaves": 2, "spines": 1}, [{"ranks": 4}],
+                  ("h1", "h2", "h3")),
+    "dumbbell": ({"kind": "dumbbell", "hosts": 4}, [{"ranks": 4}], ("h1", "h2", "h3")),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(TOPOLOGIES))
+def net(request, tmp_path_factory):
+    from topologies.network import TestbedNetwork
+    topo, jobs, incast = TOPOLOGIES[request.param]
+    topo = {**topo, "host_rate_mbit": RATE, "fabric_rate_mbit": RATE, "queue_depth_pkts": 64}
+    run_dir = tmp_path_factory.mktemp(request.param)
+    n = TestbedNetwork(topo, jobs, target="soft", run_dir=run_dir, ecn=ECN,
+                       symphony={"threshold": 1, "k_sym": 1, "p_sym": 1.0, "enabled": True})
+    with n:
+        n.incast = incast
+        yield n
+    assert not [x for x in list_links() if x.startswith(f"{PREFIX}{n.id}")]
+
+
+def test_all_pairs_ping(net):
+    hosts = [h.name for h in net.spec.hosts]
+    for src in hosts:
+        for dst in hosts:
+            if src != dst:
+                r = net.cmd(src, "ping", "-c1", "-W2", net.spec.host(dst).ip)
+                assert r.returncode == 0, f"{src} -> {dst}: {r.stdout[-300:]}"
+    assert net.dead_switches() == []
+
+
+def test_all_pairs_udp_exchange(net):
+    port = 7000
+    ips = {h.name: h.ip for h in net.spec.hosts}
+    servers = [net.popen(h, [sys.executable, "-c", ECHO, ip, str(port)]) for h, ip in ips.items()]
+    time.sleep(0.3)
+    for h, ip in ips.items():
+        peers = [p for n, p in ips.items() if n != h]
+        r = net.cmd(h, sys.executable, "-c", MESH, ip, str(port), *peers)
+        assert r.returncode == 0, r.stderr
+        assert sorted(json.loads(r.stdout)) == sorted(peers), f"{h}: {r.stdout}"
+    for s in servers:
+        assert s.poll() is None
+
+
+def test_ecn_marks_past_kmax_and_counters_read_back(net, tmp_path):
+    import subprocess
+    from topologies.controlplane import flows_by_switch
+    from topologies.topo import route
+    from hosts.wire import tag_port
+    a, b, dst = net.incast
+    spec = net.job_dicts[0]
+    dport = spec["data_port"]
+    dst_ip = net.spec.host(dst).ip
+    recv = net.popen(dst, [sys.executable, "-c", RECV, dst_ip, str(dport), "1.5"],
+                     stdout=subprocess.PIPE, text=True)
+    assert recv.stdout.readline().strip() == "ready"
+    # two senders at the host rate each into one host port: the switch's egress
+    # queue to dst fills past Kmax; one of them is a ring flow of the job (tracked)
+    senders = [net.popen(h, [sys.executable, "-c", SEND, dst_ip, str(dport), str(tag_port(0)), "1.5"],
+                         stdout=subprocess.PIPE, text=True) for h in (a, b)]
+    sent = [int(s.communicate(timeout=30)[0]) for s in senders]
+    out, _ = recv.communicate(timeout=30)
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["n"] > 0
+    assert got["ce"] > 0, f"no CE marks: {got}, sent {sent}"
+    # the switches on the path counted the queue marks at their egress ports
+    # (the queue builds where the two senders first share a port)
+    files = net.dump_switches(tmp_path / "switches")
+    assert set(files) == {s.name for s in net.spec.switches}
+    marks = 0
+    for hop in route(net.spec, a, dst):
+        dump = json.loads(files[hop.switch].read_text())
+        marks += dump["counters"]["queue_marks"][str(hop.out_port)]["packets"]
+    assert marks > 0
+    assert set(dump["registers"]) >= {"flow_step", "step_count", "frontier"}
+    # the tracked ring flow into dst counted packets at every switch on its path
+    src_of_ring_flow = [r["host"] for r in spec["ranks"]]
+    prev = src_of_ring_flow[(src_of_ring_flow.index(dst) - 1) % len(src_of_ring_flow)]
+    if prev in (a, b):
+        for hop in route(net.spec, prev, dst):
+            d = json.loads(files[hop.switch].read_text())
+            fid = [f["flow_id"] for f in d["flows"]
+                   if f["src_ip"] == net.spec.host(prev).ip and f["dst_ip"] == dst_ip][0]
+            assert d["counters"]["pkts"][str(fid)]["packets"] > 0
+    assert flows_by_switch(net.spec, net.job_dicts)
+
+
+def test_warnings_and_links(net):
+    assert all(info.intf2.startswith(f"{PREFIX}{net.id}") for info in net.links.values())
+    assert isinstance(net.warnings, list)
