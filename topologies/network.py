@@ -55,6 +55,20 @@ class NetworkError(RuntimeError):
     """The network could not be built as asked (one-line message)."""
 
 
+def free_tcp_port(preferred: int) -> int:
+    """The preferred Thrift port when nothing listens there, else one the
+    kernel picks (concurrent networks each need their own)."""
+    import socket
+    for port in (preferred, 0):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise NetworkError("no free TCP port for a switch's Thrift server")
+
+
 _netem_cache: dict[str, bool] = {}
 
 
@@ -181,7 +195,7 @@ class TestbedNetwork:
         params = {"net_id": self.id, "run_dir": str(self.run_dir), "queue_depth": self.depth}
         if self.target == "bmv2":
             json_path = self.json_path or str(Path(__file__).resolve().parent.parent / "build/bmv2/symphony.json")
-            params.update(device_id=s.device_id, thrift_port=self.thrift_base + s.device_id,
+            params.update(device_id=s.device_id, thrift_port=free_tcp_port(self.thrift_base + s.device_id),
                           json_path=json_path)
         return params
 
