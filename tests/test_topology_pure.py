@@ -146,3 +146,13 @@ def test_arp_entries_all_pairs():
     t = build({"kind": "star", "hosts": 3})
     arp = cp.arp_entries(t)
     assert arp["h1"] == [("10.0.0.2", "00:00:00:00:00:02"), ("10.0.0.3", "00:00:00:00:00:03")]
+
+
+def test_network_job_specs_are_jobspecs_without_starting_anything():
+    from topologies.network import TestbedNetwork
+    net = TestbedNetwork({"kind": "leafspine", "hosts": 4, "leaves": 2},
+                         [{"ranks": 4, "message_bytes": 16000, "iterations": 2}], target="soft")
+    spec, = net.job_specs
+    assert spec.ips == ["10.0.0.1", "10.0.0.3", "10.0.0.2", "10.0.0.4"]
+    assert spec.message_bytes == 16000 and spec.data_port == 5000
+    assert net.net is None and net.state is None          # nothing was built

@@ -281,14 +281,13 @@ class TestbedNetwork:
 
     @property
     def job_specs(self) -> list:
-        """Ready job specs (ips, ring order filled): hosts.job.JobSpec where that
-        module exists, else the job-file dicts of contracts.md."""
-        try:
-            from hosts.job import JobSpec  # noqa: F401
-        except ImportError:
-            return [dict(d) for d in self.job_dicts]
-        from hosts import job as jobmod
-        return [jobmod.spec_from_dict(d) if hasattr(jobmod, "spec_from_dict") else d for d in self.job_dicts]
+        """Ready hosts.job.JobSpec per job: placement and ring order filled in
+        (ips, hosts), with the job table's other fields (message_bytes,
+        iterations, transport, ...); the plain job-file dicts are in
+        ``job_dicts``.  Raises hosts.job.JobError when a job table lacks a
+        field the job file needs."""
+        from hosts.job import parse_job
+        return [parse_job(dict(d)) for d in self.job_dicts]
 
     def popen(self, host: str, args: list[str], **kw) -> subprocess.Popen:
         """A process on a Mininet host (its own session, so teardown can kill
