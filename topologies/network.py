@@ -69,6 +69,20 @@ def free_tcp_port(preferred: int) -> int:
     raise NetworkError("no free TCP port for a switch's Thrift server")
 
 
+def unused_id() -> str:
+    """A network id no live lab, network or state file uses (names are
+    removed by prefix at teardown, so two users of one id would collide)."""
+    from topologies.nslab import list_links, list_netns
+    from topologies.state import STATE_DIR
+    taken = list_links() + list_netns()
+    for _ in range(100):
+        cand = new_lab_id()
+        if not any(n.startswith((f"{PREFIX}{cand}", f"{PREFIX}-{cand}-")) for n in taken) \
+                and not (STATE_DIR / f"{cand}.json").exists():
+            return cand
+    raise NetworkError("no unused network id")
+
+
 _netem_cache: dict[str, bool] = {}
 
 
@@ -99,7 +113,7 @@ class TestbedNetwork:
         self.job_dicts = place_jobs(self.spec, self.jobs_cfg) if self.jobs_cfg else []
         self.requested_target = target
         self.target: str | None = None
-        self.id = new_lab_id()
+        self.id = unused_id()
         self.run_dir = Path(run_dir) if run_dir else Path(f"/tmp/{PREFIX}-{self.id}")
         self.symphony = {"threshold": 1, "k_sym": 1, "p_sym": 1.0, "enabled": True, **(symphony or {})}
         self.ecn = {"kmin": 5, "kmax": 20, "pmax": 0.2, **(ecn or {})}
