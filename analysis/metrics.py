@@ -247,14 +247,14 @@ def switch_marks(switches: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Per switch: totals of sym_marks, queue_marks and pkts (None where the
     dump lacks that array), and the indices with non-zero marks."""
     per: dict[str, dict[str, Any]] = {}
-    totals = {name: 0 for name in SWITCH_ARRAYS}
+    totals: dict[str, int | None] = {name: None for name in SWITCH_ARRAYS}  # None: no dump had it
     for sw, dump in sorted(switches.items()):
         row: dict[str, Any] = {}
         for name in SWITCH_ARRAYS:
             arr = _find_array(dump, name)
             row[name] = sum(arr) if arr is not None else None
             if arr is not None:
-                totals[name] += row[name]
+                totals[name] = (totals[name] or 0) + row[name]
                 if name in MARK_CAUSES:
                     row[f"{name}_by_index"] = {str(i): v for i, v in enumerate(arr) if v}
         per[sw] = row
@@ -375,6 +375,7 @@ def job_metrics(events: list[Event], t0: int, rate_bps: float | None, max_points
         traces[flow_label(job, rank, ranks)] = {
             "rank": rank,
             "n_rate_events": len(tr["t"]),
+            "decimated": len(idx) < len(tr["t"]),  # evenly spaced events kept, at most max_points
             "t_s": [_s(tr["t"][i], t0) for i in idx],
             "rc_bps": [tr["rc"][i] for i in idx],
             "rt_bps": [tr["rt"][i] for i in idx],

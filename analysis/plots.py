@@ -86,12 +86,16 @@ def plot_timeline(panels: Sequence[dict[str, Any]], path: Path) -> Path:
         segs = _step_segments(panel["events"], t0)
         rows = sorted(segs)
         for y, key in enumerate(rows):
+            # one broken_barh per colour and row: fast for runs with many steps
+            by_colour: dict[str, list[tuple[float, float]]] = {}
             for start, dur, phase, k in segs[key]:
-                colours = PHASE_COLOURS.get(phase, ("#999999", "#bbbbbb"))
-                if k < 0:
-                    ax.barh(y, 0.002, left=start, height=0.7, color="none", edgecolor="black", hatch="//")
+                if k < 0:  # started, never ended
+                    ax.plot([start], [y], marker=">", color="black", ms=6)
                     continue
-                ax.barh(y, dur, left=start, height=0.7, color=colours[k % 2], edgecolor="white", linewidth=0.3)
+                colour = PHASE_COLOURS.get(phase, ("#999999", "#bbbbbb"))[k % 2]
+                by_colour.setdefault(colour, []).append((start, dur))
+            for colour, spans in by_colour.items():
+                ax.broken_barh(spans, (y - 0.35, 0.7), facecolors=colour, edgecolor="white", linewidth=0.3)
         for w in panel.get("jitter", []):
             if w.get("start_ns") is None or w.get("end_ns") is None:
                 continue
@@ -124,6 +128,8 @@ def plot_timeline(panels: Sequence[dict[str, Any]], path: Path) -> Path:
                Patch(color=PHASE_COLOURS["ag"][0], label="all-gather step")]
     if jitter_drawn:
         handles.append(Patch(color=JITTER_COLOUR, alpha=0.3, label="jitter window"))
+    if any(k < 0 for p in panels for segs in _step_segments(p["events"], p["t0"]).values() for *_, k in segs):
+        handles.append(Line2D([], [], marker=">", ls="", color="black", label="step started, never ended"))
     fig.legend(handles=handles, loc="upper right", ncol=len(handles), fontsize=8, frameon=False)
     fig.suptitle("Per-step timeline (bar = one ring step of one rank; shades alternate between steps)",
                  fontsize=11, x=0.01, ha="left")

@@ -138,6 +138,19 @@ def _pairs_by_repeat(runs: list[Run], variants: list[str]) -> list[tuple[str, li
     return out
 
 
+def full_rate_traces(events: list[dict[str, Any]], t0: int) -> dict[str, dict[str, list]]:
+    """Every rate event (metrics.json keeps a decimated copy; a plot must not
+    lose the dips), keyed by flow label, times in s from t0."""
+    out = {}
+    for job, evs in m.by_job(events).items():
+        ranks = m.ranks_of(evs)
+        for rank, tr in m.rate_traces(evs).items():
+            out[m.flow_label(job, rank, ranks)] = {
+                "t_s": [(t - t0) / 1e9 for t in tr["t"]], "rc_bps": tr["rc"],
+                "cnp_rx_t_s": [(t - t0) / 1e9 for t in tr["cnp_t"]]}
+    return out
+
+
 def _title(run: Run, rm: dict[str, Any]) -> str:
     cct = rm["summary"]["cct_mean_s"]
     status = "" if run.status == "ok" else f"  [{run.status.upper()}: {run.reason}]"
@@ -180,7 +193,7 @@ def make_plots(runs: list[Run], analysed: list[dict[str, Any]], plot_dir: Path,
     for _, members in first_pair:
         for r in members:
             rm = by_name[r.name]
-            traces = {label: tr for jm in rm["jobs"].values() for label, tr in jm["rates"].items()}
+            traces = full_rate_traces(r.events, rm["t0_ns"])
             ends = [jm["misalignment_curve"][-1][0] for jm in rm["jobs"].values() if jm["misalignment_curve"]]
             rate_panels.append({"title": f"{r.variant} - {r.name}", "traces": traces,
                                 "link_rate_bps": rm.get("link_rate_bps"), "t_end_s": max(ends, default=None)})
@@ -195,8 +208,9 @@ def make_plots(runs: list[Run], analysed: list[dict[str, Any]], plot_dir: Path,
         for sw in switches:
             marks[v][sw] = {}
             for cause in m.MARK_CAUSES:
-                xs = [a["marks"]["switches"].get(sw, {}).get(cause) or 0 for a in ok]
-                marks[v][sw][cause] = (mean(xs), _std(xs) or 0.0)
+                xs = m.finite(a["marks"]["switches"].get(sw, {}).get(cause) for a in ok)
+                if xs:
+                    marks[v][sw][cause] = (mean(xs), _std(xs) or 0.0)
     if any(marks.values()):
         written.append(plots.plot_marks(marks, plot_dir / "marks.png"))
     return written

@@ -131,6 +131,7 @@ def test_cnps_marks_and_rate_traces():
     assert marks["switches"]["s2"] == {"sym_marks": 4, "sym_marks_by_index": {"0": 4},
                                        "queue_marks": None, "pkts": None}
     assert marks["total"] == {"sym_marks": 7, "queue_marks": 3, "pkts": 15}
+    assert m.switch_marks({})["total"] == {"sym_marks": None, "queue_marks": None, "pkts": None}
 
 
 def test_run_metrics_relative_times_and_jobs_apart():

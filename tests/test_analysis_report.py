@@ -39,7 +39,14 @@ def experiment(tmp_path_factory):
     failed = write_run(root / "s-symphony-rep2", ring_times(4, 2, 1.0), variant="symphony", repeat=2,
                        status="failed", reason="switch s2 exited with code -9 at t=3.2s")
     dirs.append(failed)
-    report = write_report(dirs)
+    interrupted = root / "s-baseline-rep2"  # Ctrl-C before any agent wrote a line
+    (interrupted / "agents").mkdir(parents=True)
+    (interrupted / "config.toml").write_text((dirs[0] / "config.toml").read_text())
+    (interrupted / "meta.json").write_text(json.dumps(
+        {"variant": "baseline", "repeat": 2, "status": "interrupted", "reason": "SIGINT"}))
+    dirs.append(interrupted)
+    with pytest.warns(RecordWarning, match="no rank<r>.jsonl files"):
+        report = write_report(dirs)
     return root, dirs, report
 
 
@@ -78,11 +85,12 @@ def test_summary_table_excludes_the_failed_run_and_gives_the_change(experiment):
     base_mean = (0.060 + 0.065) / 2
     sym_mean = (0.048 + 0.053) / 2
     change = (sym_mean - base_mean) / base_mean * 100
-    assert f"| baseline | 2 / 2 | 4 | {base_mean:.4f} |" in text
+    assert f"| baseline | 2 / 3 | 4 | {base_mean:.4f} |" in text
     assert f"| symphony | 2 / 3 | 4 | {sym_mean:.4f} |" in text
     assert f"{change:+.1f} %" in text and change < 0
     assert "switch s2 exited with code -9 at t=3.2s" in text
     assert "| s-symphony-rep2 | symphony | failed |" in text
+    assert "| s-baseline-rep2 | baseline | interrupted | SIGINT |" in text
 
 
 def test_report_embeds_every_plot_it_wrote(experiment):
