@@ -7,6 +7,9 @@ against it by the tests.
 
 from __future__ import annotations
 
+import struct
+from typing import NamedTuple, Union
+
 # --- step tag in the UDP source port (UDP mode) -----------------------------
 TAG_PORT_BASE = 0xC000
 TAG_BITS = 14
@@ -63,3 +66,124 @@ def serial_after(a: int, b: int, bits: int) -> bool:
 def ring_step(iteration: int, k: int, n_ranks: int) -> int:
     """Global step counter of DESIGN.md: iteration * 2(N-1) + k."""
     return iteration * 2 * (n_ranks - 1) + k
+
+
+# --- packet headers (after the UDP header) ------------------------------------
+# Every packet starts with the same 12 bytes: magic, version, type, job, the
+# rank that sent it, and the global step it belongs to.  Network byte order.
+MAGIC = 0x5359            # "SY"
+VERSION = 1
+T_DATA = 1
+T_ACK = 2
+T_CNP = 3
+
+COMMON = struct.Struct("!HBBHHI")            # magic ver type job rank step      12 B
+# data: + offset (bytes into the step's chunk), length (payload bytes), flags  20 B
+DATA = struct.Struct("!HBBHHIIHH")
+# ack:  + cum (bytes received in order from offset 0), sack (bit j = the packet
+#       with index cum_index + 1 + j, packets of the job's payload_bytes),
+#       flags (ACK_COMPLETE: the receiver holds the whole step), reserved   28 B
+ACK = struct.Struct("!HBBHHIIQHH")
+# cnp:  + reserved                                                          16 B
+CNP = struct.Struct("!HBBHHII")
+
+ACK_COMPLETE = 0x1
+SACK_BITS = 64
+MAX_STEP = 0xFFFFFFFF
+
+
+class Data(NamedTuple):
+    job: int
+    rank: int
+    step: int
+    offset: int
+    length: int
+    flags: int
+
+
+class Ack(NamedTuple):
+    job: int
+    rank: int
+    step: int
+    cum: int
+    sack: int
+    flags: int
+
+
+class Cnp(NamedTuple):
+    job: int
+    rank: int
+    step: int
+
+
+Packet = Union[Data, Ack, Cnp]
+
+
+class WireError(ValueError):
+    """A packet that is not ours or is damaged; `counter` names the drop counter
+    the receiver increments."""
+    counter = "bad_packet"
+
+
+class Truncated(WireError):
+    counter = "truncated"
+
+
+class BadMagic(WireError):
+    counter = "bad_magic"
+
+
+class BadVersion(WireError):
+    counter = "bad_version"
+
+
+class BadType(WireError):
+    counter = "bad_type"
+
+
+class BadLength(WireError):
+    counter = "bad_length"
+
+
+def pack_data_header(job: int, rank: int, step: int, offset: int, length: int,
+                     flags: int = 0) -> bytes:
+    return DATA.pack(MAGIC, VERSION, T_DATA, job, rank, step, offset, length, flags)
+
+
+def pack_ack(job: int, rank: int, step: int, cum: int, sack: int = 0, flags: int = 0) -> bytes:
+    return ACK.pack(MAGIC, VERSION, T_ACK, job, rank, step, cum, sack, flags, 0)
+
+
+def pack_cnp(job: int, rank: int, step: int) -> bytes:
+    return CNP.pack(MAGIC, VERSION, T_CNP, job, rank, step, 0)
+
+
+def parse(buf, nbytes: int | None = None) -> Packet:
+    """Parse one packet (bytes, bytearray or memoryview; `nbytes` of it are
+    valid).  Raises a WireError subclass for anything not well formed; a data
+    packet's payload is buf[DATA.size : DATA.size + length]."""
+    n = len(buf) if nbytes is None else nbytes
+    if n < COMMON.size:
+        raise Truncated(f"{n} bytes, shorter than the {COMMON.size}-byte header")
+    magic, version, ptype, job, rank, step = COMMON.unpack_from(buf, 0)
+    if magic != MAGIC:
+        raise BadMagic(f"magic 0x{magic:04x}")
+    if version != VERSION:
+        raise BadVersion(f"version {version}")
+    if ptype == T_DATA:
+        if n < DATA.size:
+            raise Truncated(f"data packet of {n} bytes")
+        _, _, _, job, rank, step, offset, length, flags = DATA.unpack_from(buf, 0)
+        if n != DATA.size + length:
+            raise BadLength(f"length field {length}, payload {n - DATA.size}")
+        return Data(job, rank, step, offset, length, flags)
+    if ptype == T_ACK:
+        if n < ACK.size:
+            raise Truncated(f"ack of {n} bytes")
+        _, _, _, job, rank, step, cum, sack, flags, _ = ACK.unpack_from(buf, 0)
+        return Ack(job, rank, step, cum, sack, flags)
+    if ptype == T_CNP:
+        if n < CNP.size:
+            raise Truncated(f"cnp of {n} bytes")
+        return Cnp(job, rank, step)
+    raise BadType(f"type {ptype}")

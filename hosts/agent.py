@@ -1,0 +1,190 @@
+"""One rank of a ring AllReduce job:
+
+    python3 -m hosts.agent --job JOB.toml --rank R [--log-dir DIR]
+
+Runs the job's iterations over its transport, checks every result bit for bit
+against the sum computed in the ring's order, and writes its events to
+DIR/rank<R>.jsonl (default DIR: ./agents).  Exit codes: 0 every iteration
+exact; 1 a result was wrong; 2 bad job file or arguments; 3 a deadline passed
+(an `error` event says what the rank was waiting for).
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from hosts import dcqcn, ring
+from hosts.events import EventLog
+from hosts.job import JobError, JobSpec, derived_deadlines, load_job
+from hosts.transport import TRANSPORTS, CnpLimiter, FixedRate, TransportTimeout
+from hosts.wire import ring_step
+
+EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_DEADLINE = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """Bad arguments or environment: one line to stderr, exit 2."""
+
+
+def rate_control(spec: JobSpec, now: float):
+    """(reaction point, notification point) for this job.  DCQCN off: pace at
+    the line rate (or not at all when the job names none) and never ask for
+    CNPs.  Otherwise the DCQCN pair of hosts.dcqcn with the job's preset,
+    line rate and overrides (no line rate: nothing to start from, as off)."""
+    table = spec.dcqcn or {}
+    overrides = {k: v for k, v in table.items() if k not in ("preset", "line_rate_mbit")}
+    pair = dcqcn.controllers(table.get("preset", "emulation"), spec.line_rate_bps, now, **overrides)
+    if pair is not None:
+        return pair
+    return FixedRate(spec.line_rate_bps), CnpLimiter(None)
+
+
+class Agent:
+    def __init__(self, spec: JobSpec, rank: int, log: EventLog, transport_cls=None):
+        self.spec = spec
+        self.rank = rank
+        self.n = spec.n_ranks
+        self.spi = ring.steps_per_iteration(self.n)
+        self.total_steps = spec.iterations * self.spi
+        self.log = log
+        self.step_s, self.run_s = derived_deadlines(spec)
+        self.at = (0, 0)             # (iteration, step) in progress, for error events
+        rp, np_ = rate_control(spec, time.monotonic())
+        cls = transport_cls or TRANSPORTS.get(spec.transport)
+        if cls is None:
+            raise UsageError(f"transport {spec.transport!r} is not available in this build")
+        self.tr = cls(job=spec.job, rank=rank, ips=spec.ips, data_port=spec.data_port,
+                      params=spec.udp, recv_len=self.recv_len, log=self.emit, rp=rp, np_=np_,
+                      faults=spec.faults)
+
+    def recv_len(self, step: int) -> Optional[int]:
+        if not 0 <= step < self.total_steps:
+            return None
+        return ring.recv_bytes(self.rank, self.n, self.spec.n_elems, step % self.spi)
+
+    def emit(self, kind: str, step: int, **fields) -> None:
+        self.log.emit(kind, iter=step // self.spi, step=step, **fields)
+
+    def reference(self, iteration: int) -> np.ndarray:
+        spec = self.spec
+        inputs = [ring.make_input(spec.seed, iteration, r, spec.n_elems) for r in range(self.n)]
+        return ring.ring_order_sum(inputs)
+
+    def run(self) -> int:
+        spec = self.spec
+        start = time.monotonic()
+        run_deadline = start + self.run_s
+        wrong = 0
+        for it in range(spec.iterations):
+            delay = spec.straggle_delay(self.rank, it)
+            if delay:
+                time.sleep(min(delay, max(0.0, run_deadline - time.monotonic())))
+            first = ring_step(it, 0, self.n)
+            self.log.emit("iter_start", iter=it, step=first)
+            rr = ring.RingRank(self.rank, self.n,
+                               ring.make_input(spec.seed, it, self.rank, spec.n_elems))
+            for k in range(self.spi):
+                step = ring_step(it, k, self.n)
+                self.at = (it, step)
+                p = rr.plan(k)
+                self.log.emit("step_start", iter=it, step=step, k=k, phase=p.phase,
+                              send_chunk=p.send_chunk, recv_chunk=p.recv_chunk)
+                self.tr.send(step, rr.send_bytes(k))
+                step_deadline = time.monotonic() + self.step_s
+                deadline = min(step_deadline, run_deadline)
+                try:
+                    got = self.tr.wait(step, deadline)
+                except TransportTimeout as e:
+                    which = "run" if run_deadline <= step_deadline else "step"
+                    limit = self.run_s if which == "run" else self.step_s
+                    return self.fail(it, step, which, limit, e.info)
+                rr.apply(k, got)
+                self.log.emit("step_end", iter=it, step=step, k=k, phase=p.phase,
+                              bytes=len(got))
+            exact = bool(np.array_equal(rr.buf.view(np.uint32),
+                                        self.reference(it).view(np.uint32)))
+            wrong += not exact
+            self.log.emit("iter_end", iter=it, step=ring_step(it, self.spi - 1, self.n),
+                          exact=exact)
+        last = self.total_steps - 1
+        # keep answering a predecessor that missed our last ACK
+        idle = max(0.3, 6 * spec.udp.rto_ms / 1000.0)
+        self.tr.linger(idle, run_deadline)
+        self.log.emit("stats", iter=spec.iterations - 1, step=last,
+                      counters=dict(sorted(self.tr.counters.items())))
+        return EXIT_WRONG if wrong else EXIT_OK
+
+    def fail(self, it: int, step: int, which: str, limit: float, info: dict) -> int:
+        reason = f"{which} deadline of {limit:.1f} s passed waiting for {info['what']}"
+        fields = {k: v for k, v in info.items() if k not in ("what", "step")}
+        self.log.emit("error", iter=it, step=step, reason=reason, deadline=which, **fields)
+        self.log.emit("stats", iter=it, step=step,
+                      counters=dict(sorted(self.tr.counters.items())))
+        print(f"hosts.agent rank {self.rank}: {reason}", file=sys.stderr)
+        return EXIT_DEADLINE
+
+
+def parse_args(argv) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python3 -m hosts.agent",
+                                 description="Run one rank of a ring AllReduce job.")
+    ap.add_argument("--job", required=True, help="job file (TOML)")
+    ap.add_argument("--rank", required=True, type=int, help="this agent's rank")
+    ap.add_argument("--log-dir", default="agents", help="where rank<R>.jsonl goes (./agents)")
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)      # argparse prints its own one-line usage error, exit 2
+    try:
+        spec = load_job(args.job)
+        if not 0 <= args.rank < spec.n_ranks:
+            raise UsageError(f"--rank {args.rank}: the job has ranks 0..{spec.n_ranks - 1}")
+        if spec.data_port < 1024 and os.geteuid() != 0:
+            raise UsageError(f"data_port {spec.data_port} is a privileged port: run as root")
+        log_dir = Path(args.log_dir)
+        try:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            log = EventLog(log_dir / f"rank{args.rank}.jsonl", spec.job, args.rank)
+        except OSError as e:
+            raise UsageError(f"--log-dir {log_dir}: {e.strerror or e}") from None
+    except (JobError, UsageError) as e:
+        print(f"hosts.agent: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    with log:
+        try:
+            agent = Agent(spec, args.rank, log)
+            try:
+                agent.tr.open()
+            except OSError as e:
+                ip = spec.ranks[args.rank].ip
+                hint = " (is this rank's address on this host?)" \
+                    if e.errno == errno.EADDRNOTAVAIL else ""
+                raise UsageError(f"cannot bind {ip} ports {spec.data_port}-"
+                                 f"{spec.data_port + 1}: {e.strerror or e}{hint}") from None
+        except UsageError as e:
+            print(f"hosts.agent: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            return agent.run()
+        except OSError as e:
+            # e.g. a step's tagged port held by a socket without SO_REUSEADDR
+            reason = f"socket error: {e.strerror or e}"
+            log.emit("error", iter=agent.at[0], step=agent.at[1], reason=reason)
+            print(f"hosts.agent rank {args.rank}: {reason}", file=sys.stderr)
+            return EXIT_DEADLINE
+        except KeyboardInterrupt:
+            return 130
+        finally:
+            agent.tr.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

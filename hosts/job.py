@@ -1,0 +1,316 @@
+"""The job file: one ring AllReduce job, as every agent of the job reads it.
+
+`load_job(path) -> JobSpec` checks every field and raises `JobError` with a
+one-line message naming the field; `dump_job(spec, path)` writes a file that
+`load_job` reads back to the same spec.  The format is in
+notes/contracts.md (job, data_port, message_bytes, iterations, transport,
+seed, [[ranks]], [udp], [dcqcn], [deadlines], [[straggle]]) plus [faults]
+(receive-side fault injection for tests).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from hosts import ring
+from hosts.transport import FaultParams, UdpParams
+
+TRANSPORT_NAMES = ("udp", "tcp")
+DCQCN_PRESETS = ("emulation", "paper", "off")
+# deadlines derived from the bandwidth bound: this many times the bound plus slack
+DEADLINE_FACTOR = 10.0
+STEP_SLACK_S = 5.0      # covers peers that start a few seconds apart
+RUN_SLACK_S = 15.0
+UNKNOWN_RATE_BPS = 10e6  # link rate assumed for deadlines when the job names none
+
+
+class JobError(ValueError):
+    """A job file that cannot run; the message is one line naming the field."""
+
+
+@dataclass(frozen=True)
+class RankSpec:
+    rank: int
+    ip: str
+    host: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Straggle:
+    rank: int
+    iter: int
+    delay_s: float
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    step_s: Optional[float] = None
+    run_s: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    job: int
+    data_port: int
+    message_bytes: int
+    iterations: int
+    ranks: tuple[RankSpec, ...]
+    transport: str = "udp"
+    seed: int = 1
+    udp: UdpParams = field(default_factory=UdpParams)
+    dcqcn: dict = field(default_factory=dict)      # preset, line_rate_mbit, overrides by name
+    deadlines: Deadlines = field(default_factory=Deadlines)
+    straggle: tuple[Straggle, ...] = ()
+    faults: FaultParams = field(default_factory=FaultParams)
+
+    @property
+    def n_ranks(self) -> int:
+        return len(self.ranks)
+
+    @property
+    def ips(self) -> list[str]:
+        return [r.ip for r in self.ranks]
+
+    @property
+    def n_elems(self) -> int:
+        return self.message_bytes // ring.ITEM
+
+    @property
+    def line_rate_bps(self) -> Optional[float]:
+        mbit = self.dcqcn.get("line_rate_mbit")
+        return None if mbit is None else float(mbit) * 1e6
+
+    def straggle_delay(self, rank: int, iteration: int) -> float:
+        return sum(s.delay_s for s in self.straggle if s.rank == rank and s.iter == iteration)
+
+
+def derived_deadlines(spec: JobSpec) -> tuple[float, float]:
+    """(step_s, run_s): DEADLINE_FACTOR times the bandwidth bound of a step and
+    of the whole run, plus slack and the straggle delays; [deadlines] overrides."""
+    rate = spec.line_rate_bps or UNKNOWN_RATE_BPS
+    n = spec.n_ranks
+    chunk = -(-spec.n_elems // n) * ring.ITEM
+    step_bound = chunk * 8 / rate
+    run_bound = ring.bandwidth_bound_s(spec.message_bytes, n, rate) * spec.iterations
+    max_straggle = max((s.delay_s for s in spec.straggle), default=0.0)
+    all_straggle = sum(s.delay_s for s in spec.straggle)
+    step_s = DEADLINE_FACTOR * step_bound + STEP_SLACK_S + max_straggle
+    run_s = DEADLINE_FACTOR * run_bound + RUN_SLACK_S + all_straggle
+    d = spec.deadlines
+    return (d.step_s if d.step_s is not None else step_s,
+            d.run_s if d.run_s is not None else run_s)
+
+
+# --- reading -------------------------------------------------------------------
+
+def _int(table: dict, key: str, where: str, lo: int, hi: int, default=None) -> int:
+    name = f"{where}{key}"
+    if key not in table:
+        if default is None:
+            raise JobError(f"{name}: missing")
+        return default
+    v = table[key]
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise JobError(f"{name}: expected an integer, got {v!r}")
+    if not lo <= v <= hi:
+        raise JobError(f"{name}: {v} outside {lo}..{hi}")
+    return v
+
+
+def _num(table: dict, key: str, where: str, lo: float, hi: float, default=None) -> Optional[float]:
+    name = f"{where}{key}"
+    if key not in table:
+        return default
+    v = table[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
+        raise JobError(f"{name}: expected a number, got {v!r}")
+    if not lo <= v <= hi:
+        raise JobError(f"{name}: {v} outside {lo}..{hi}")
+    return float(v)
+
+
+def _table(doc: dict, key: str) -> dict:
+    v = doc.get(key, {})
+    if not isinstance(v, dict):
+        raise JobError(f"{key}: expected a table")
+    return v
+
+
+def _array(doc: dict, key: str) -> list:
+    v = doc.get(key, [])
+    if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
+        raise JobError(f"{key}: expected an array of tables ([[{key}]])")
+    return v
+
+
+def _no_unknown(table: dict, known, where: str) -> None:
+    for k in table:
+        if k not in known:
+            raise JobError(f"{where}{k}: unknown field")
+
+
+def _params(cls, table: dict, where: str):
+    """Build UdpParams/FaultParams, turning their ValueError into a JobError."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    _no_unknown(table, known, where)
+    try:
+        return cls(**table)
+    except ValueError as e:
+        raise JobError(f"{where}{e}") from None
+
+
+def parse_job(doc: dict) -> JobSpec:
+    top = ("job", "data_port", "message_bytes", "iterations", "transport", "seed", "ranks",
+           "udp", "dcqcn", "deadlines", "straggle", "faults")
+    _no_unknown(doc, top, "")
+    job = _int(doc, "job", "", 0, 65535)
+    data_port = _int(doc, "data_port", "", 1, 65534)
+    if data_port + 1 >= 0xC000:
+        raise JobError(f"data_port: {data_port} and its control port must lie below the "
+                       f"step tag range 0xC000..0xFFFF")
+    iterations = _int(doc, "iterations", "", 1, 1_000_000)
+    transport = doc.get("transport", "udp")
+    if transport not in TRANSPORT_NAMES:
+        raise JobError(f"transport: {transport!r} is not one of {', '.join(TRANSPORT_NAMES)}")
+    seed = _int(doc, "seed", "", 0, 2**63, default=1)
+
+    ranks_doc = _array(doc, "ranks")
+    if len(ranks_doc) < 2:
+        raise JobError(f"ranks: a ring needs at least 2 ranks, got {len(ranks_doc)}")
+    if len(ranks_doc) > 1024:
+        raise JobError(f"ranks: at most 1024 ranks, got {len(ranks_doc)}")
+    ranks, seen = [], set()
+    for i, r in enumerate(ranks_doc):
+        where = f"ranks[{i}]."
+        _no_unknown(r, ("rank", "ip", "host"), where)
+        rank = _int(r, "rank", where, 0, 65535)
+        if rank != i:
+            raise JobError(f"{where}rank: ring order is list order, expected {i}, got {rank}")
+        ip = r.get("ip")
+        try:
+            ip = str(ipaddress.IPv4Address(ip))
+        except (ipaddress.AddressValueError, ValueError, TypeError):
+            raise JobError(f"{where}ip: {ip!r} is not an IPv4 address") from None
+        if ip in seen:
+            raise JobError(f"{where}ip: {ip} is used by another rank")
+        seen.add(ip)
+        host = r.get("host")
+        if host is not None and not isinstance(host, str):
+            raise JobError(f"{where}host: expected a string")
+        ranks.append(RankSpec(rank, ip, host))
+    n = len(ranks)
+
+    message_bytes = _int(doc, "message_bytes", "", ring.ITEM * n, 2**31)
+    if message_bytes % ring.ITEM:
+        raise JobError(f"message_bytes: {message_bytes} is not a multiple of {ring.ITEM} (float32)")
+
+    udp = _params(UdpParams, _table(doc, "udp"), "udp.")
+    faults = _params(FaultParams, _table(doc, "faults"), "faults.")
+    dcqcn = _dcqcn(_table(doc, "dcqcn"))
+
+    dl = _table(doc, "deadlines")
+    _no_unknown(dl, ("step_s", "run_s"), "deadlines.")
+    deadlines = Deadlines(_num(dl, "step_s", "deadlines.", 0.001, 1e7),
+                          _num(dl, "run_s", "deadlines.", 0.001, 1e8))
+
+    straggle = []
+    for i, s in enumerate(_array(doc, "straggle")):
+        where = f"straggle[{i}]."
+        _no_unknown(s, ("rank", "iter", "delay_s"), where)
+        rank = _int(s, "rank", where, 0, n - 1)
+        it = _int(s, "iter", where, 0, iterations - 1)
+        delay = _num(s, "delay_s", where, 0.0, 3600.0)
+        if delay is None:
+            raise JobError(f"{where}delay_s: missing")
+        straggle.append(Straggle(rank, it, delay))
+
+    return JobSpec(job=job, data_port=data_port, message_bytes=message_bytes,
+                   iterations=iterations, ranks=tuple(ranks), transport=transport, seed=seed,
+                   udp=udp, dcqcn=dcqcn, deadlines=deadlines, straggle=tuple(straggle),
+                   faults=faults)
+
+
+def _dcqcn(t: dict) -> dict:
+    out = dict(t)
+    preset = t.get("preset", "emulation")
+    if preset not in DCQCN_PRESETS:
+        raise JobError(f"dcqcn.preset: {preset!r} is not one of {', '.join(DCQCN_PRESETS)}")
+    out["preset"] = preset
+    rate = _num(t, "line_rate_mbit", "dcqcn.", 0.001, 1e7)
+    if rate is not None:
+        out["line_rate_mbit"] = rate
+    for k, v in t.items():
+        if k in ("preset", "line_rate_mbit"):
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise JobError(f"dcqcn.{k}: expected a number, got {v!r}")
+    # the DCQCN module (when present) knows its parameter names and ranges
+    try:
+        from hosts import dcqcn as dcqcn_mod
+    except ImportError:
+        return out
+    make = getattr(dcqcn_mod, "make_params", None)
+    if make is not None and preset != "off":
+        overrides = {k: v for k, v in out.items() if k not in ("preset", "line_rate_mbit")}
+        try:
+            make(preset, (rate or UNKNOWN_RATE_BPS / 1e6) * 1e6, **overrides)
+        except TypeError as e:
+            raise JobError(f"dcqcn: {e}") from None
+        except ValueError as e:
+            raise JobError(f"dcqcn.{e}" if not str(e).startswith("dcqcn") else str(e)) from None
+    return out
+
+
+def load_job(path) -> JobSpec:
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            doc = tomllib.load(f)
+    except OSError as e:
+        raise JobError(f"{p}: cannot read: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise JobError(f"{p}: not valid TOML: {e}") from None
+    try:
+        return parse_job(doc)
+    except JobError as e:
+        raise JobError(f"{p}: {e}") from None
+
+
+# --- writing -------------------------------------------------------------------
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    raise TypeError(f"cannot write {v!r} to TOML")
+
+
+def _lines(table: dict) -> list[str]:
+    return [f"{k} = {_toml_value(v)}" for k, v in table.items() if v is not None]
+
+
+def dump_job(spec: JobSpec, path) -> None:
+    out = _lines({"job": spec.job, "data_port": spec.data_port,
+                  "message_bytes": spec.message_bytes, "iterations": spec.iterations,
+                  "transport": spec.transport, "seed": spec.seed})
+    for r in spec.ranks:
+        out += ["", "[[ranks]]", *_lines(dataclasses.asdict(r))]
+    out += ["", "[udp]", *_lines(dataclasses.asdict(spec.udp))]
+    if spec.dcqcn:
+        out += ["", "[dcqcn]", *_lines(spec.dcqcn)]
+    if spec.deadlines != Deadlines():
+        out += ["", "[deadlines]", *_lines(dataclasses.asdict(spec.deadlines))]
+    for s in spec.straggle:
+        out += ["", "[[straggle]]", *_lines(dataclasses.asdict(s))]
+    if spec.faults != FaultParams():
+        out += ["", "[faults]", *_lines(dataclasses.asdict(spec.faults))]
+    Path(path).write_text("\n".join(out) + "\n", encoding="utf-8")
