@@ -41,9 +41,20 @@ def _mean(xs: list[float]) -> float | None:
     return mean(xs) if xs else None
 
 
+def _clean(value: Any) -> Any:
+    """NaN/inf (an agent may log them) -> None, so the file is strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
 def _write_json(path: Path, value: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(value, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(_clean(value), indent=1, allow_nan=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
