@@ -211,6 +211,14 @@ do_p4utils() {
     "${PIP[@]}" install -q -e "$P4UTILS_DIR"
 }
 
+# The synced tree belongs to the vagrant user; git (>= 2.35.2, and Ubuntu's patched
+# 2.34) refuses to read a repository owned by someone else, so root's `git describe`
+# for a run's meta.json would fail without this.
+check_git_safe_directory() {
+    git config --system --get-all safe.directory 2>/dev/null | grep -qxF "$REPO_DIR"
+}
+do_git_safe_directory() { git config --system --add safe.directory "$REPO_DIR"; }
+
 check_project_setup() { make -C "$REPO_DIR" -q setup >/dev/null 2>&1; }
 do_project_setup() { make -C "$REPO_DIR" setup; }
 
@@ -251,6 +259,7 @@ main() {
     step bmv2-python-path
     step p4utils-clone
     step p4utils
+    step git-safe-directory
     step project-setup
     step venv-bmv2-python-path
     step p4-build

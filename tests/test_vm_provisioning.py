@@ -28,7 +28,7 @@ SHIM = ROOT / "tests" / "data" / "provision_shim.py"
 VAGRANT_STUB = ROOT / "tests" / "data" / "vagrant_stub.rb"
 
 STEPS = ["base-packages", "p4lang-repo", "p4lang-packages", "mininet", "bmv2-python-path",
-         "p4utils-clone", "p4utils", "project-setup", "venv-bmv2-python-path", "p4-build"]
+         "p4utils-clone", "p4utils", "git-safe-directory", "project-setup", "venv-bmv2-python-path", "p4-build"]
 SHIM_COMMANDS = ["apt-get", "dpkg-query", "dpkg", "git", "pip", "make", "curl", "gpg"]
 # the only real programs the script may run in the fake world
 TOOLS = ["bash", "env", "sed", "head", "tr", "grep", "cat", "mkdir", "mv", "dirname", "find",
@@ -39,7 +39,7 @@ def is_change(call: list[str]) -> bool:
     if name in ("apt-get", "curl", "gpg", "pip"):
         return True
     if name == "git":
-        return "rev-parse" not in args
+        return "rev-parse" not in args and "--get-all" not in args
     if name == "make":
         return "-q" not in args and args[-1] != "test"
     return False
