@@ -124,9 +124,13 @@ def paper_params(line_rate_bps: float = PAPER_LINE_RATE_BPS) -> DcqcnParams:
     t_inc 55 us, g 1/256, CLAMP_TARGET_RATE 0).  F = 5 and RateOnFirstCnp 1.0:
     rdma-hw.cc defaults (run.py uses F = 1).  R_AI/R_HAI: run.py's 5 and 50
     Mbit/s per 25 Gbit/s of line rate.  Min rate 100 Mbit/s: rdma-hw.cc
-    default.  Byte counter 10 MB and CNP interval 50 us: the DCQCN paper's
-    values as listed by the DCQCN-validation repository (the HPCC code has no
-    byte counter).  At another line rate, rates scale with it, timers stay.
+    default.  CNP interval 50 us: the DCQCN paper's N (NVIDIA's
+    min_time_between_cnps plays that role in NICs).  No byte counter, as in
+    the HPCC code: the paper's 10 MB counter makes hyper increase wait until
+    both counters exceed F, i.e. 60 MB sent, and at the low rates after a
+    deep cut that holds recovery in additive increase for seconds (measured:
+    ~9 s instead of ~3 s at 20 Mbit/s); set ``byte_counter_bytes`` to use it.
+    At another line rate, rates scale with it, timers stay.
     """
     scale = line_rate_bps / PAPER_LINE_RATE_BPS
     return DcqcnParams(
@@ -137,7 +141,7 @@ def paper_params(line_rate_bps: float = PAPER_LINE_RATE_BPS) -> DcqcnParams:
         alpha_period_s=50e-6,
         decrease_period_s=50e-6,
         increase_period_s=55e-6,
-        byte_counter_bytes=max(1, round(10_000_000 * scale)),
+        byte_counter_bytes=None,
         fast_recovery_steps=5,
         r_ai_bps=5e6 * PAPER_LINE_RATE_BPS / 25e9 * scale,
         r_hai_bps=50e6 * PAPER_LINE_RATE_BPS / 25e9 * scale,
@@ -156,8 +160,9 @@ def emulation_params(line_rate_bps: float) -> DcqcnParams:
       EMULATION_RTT_S / PAPER_RTT_S = 1 ms / 10 us = 100 (55 us -> 5.5 ms);
     - every rate (R_AI, R_HAI) is multiplied by line_rate / 40 Gbit/s, the
       bandwidth scaling of HPCC's run.py (AI = 5 Mbit/s x bw / 25 Gbit/s);
-    - the byte counter keeps its length in periods: bytes x bandwidth ratio x
-      time ratio (10 MB at 40 Gbit/s -> 500 kB at 20 Mbit/s);
+    - a byte counter, when one is set, should keep its length in periods:
+      bytes x bandwidth ratio x time ratio (10 MB at 40 Gbit/s -> 500 kB at
+      20 Mbit/s); the preset has none, as the paper preset;
     - g, F, RateOnFirstCnp and the clamp rule are dimensionless: unchanged.
 
     What cannot be kept is the number of packets per period: at 20 Mbit/s a
@@ -183,7 +188,6 @@ def emulation_params(line_rate_bps: float) -> DcqcnParams:
         decrease_period_s=base.decrease_period_s * t,
         increase_period_s=base.increase_period_s * t,
         cnp_interval_s=base.cnp_interval_s * t,
-        byte_counter_bytes=max(1, round(base.byte_counter_bytes * bw * t)),
         r_ai_bps=base.r_ai_bps * bw,
         r_hai_bps=base.r_hai_bps * bw,
     )
@@ -489,3 +493,45 @@ def first_time(points: list[tuple[float, float, float, float]], pred: Callable[[
         if t >= after and pred(rc):
             return t
     return None
+
+
+def closed_loop(params: DcqcnParams, mark_p: float, t_on: float, t_off: float, t_end: float,
+                one_way_s: float, packet_bytes: int = 1450, seed: int = 1,
+                ) -> tuple[list[tuple[float, float, float, float]], list[float]]:
+    """What the equations predict for a backlogged sender paced at Rc whose
+    packets are CE-marked with probability ``mark_p`` when they reach the
+    receiver in [t_on, t_off): the receiver's NotificationPoint answers with
+    CNPs that take ``one_way_s`` back.  Returns the (t, Rc, Rt, alpha) points
+    and the CNP arrival times at the sender."""
+    import heapq
+    import random
+
+    rng = random.Random(seed)
+    rp = ReactionPoint(params, 0.0)
+    np_ = NotificationPoint(params.cnp_interval_s)
+    points = [(0.0, rp.rate_bps, rp.target_bps, rp.alpha)]
+    cnp_heap: list[float] = []
+    cnp_times: list[float] = []
+    next_send = 0.0
+    bits = packet_bytes * 8
+    while True:
+        t_cnp = cnp_heap[0] if cnp_heap else INF
+        t = min(next_send, t_cnp, rp.next_event_time())
+        if t > t_end:
+            return points, cnp_times
+        if t == t_cnp:
+            heapq.heappop(cnp_heap)
+            cnp_times.append(t)
+            changed = rp.on_cnp(t)
+        elif t == next_send:
+            changed = rp.advance(t)
+            arrive = t + one_way_s
+            ce = t_on <= arrive < t_off and rng.random() < mark_p
+            if np_.on_data("flow", ce, arrive):
+                heapq.heappush(cnp_heap, arrive + one_way_s)
+            changed = rp.on_bytes_sent(packet_bytes, t) or changed
+            next_send = t + bits / rp.rate_bps
+        else:
+            changed = rp.advance(t)
+        if changed:
+            points.append((t, rp.rate_bps, rp.target_bps, rp.alpha))

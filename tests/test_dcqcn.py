@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from hosts.dcqcn import (ALPHA_REPORT_STEP, INF, DcqcnParams, NotificationPoint, ReactionPoint,
-                         controllers, emulation_params, first_time, make_params, paper_params, trajectory)
+                         closed_loop, controllers, emulation_params, first_time, make_params, paper_params, trajectory)
 
 LINE = 20e6
 EPS = 1e-9   # timers accumulate float periods: look just after a boundary
@@ -14,6 +14,19 @@ EPS = 1e-9   # timers accumulate float periods: look just after a boundary
 
 def params(**kw) -> DcqcnParams:
     return replace(emulation_params(LINE), **kw)
+
+
+def test_closed_loop_prediction_cuts_while_marked_and_recovers_after():
+    p = emulation_params(LINE)
+    pts, cnps = closed_loop(p, 1.0, t_on=0.2, t_off=0.3, t_end=4.0, one_way_s=0.5e-3)
+    assert cnps and 0.2 < cnps[0] < 0.2 + 2e-3 and cnps[-1] < 0.3 + 0.1
+    assert all(b - a >= p.cnp_interval_s - 1e-12 for a, b in zip(cnps, cnps[1:]))
+    t_half = first_time(pts, lambda rc: rc <= LINE / 2, after=0.2)
+    # two cuts (the first leaves 1 - (1-g)/2 > 1/2 of line rate), one per decrease period
+    assert t_half == pytest.approx(cnps[1] + p.decrease_period_s, abs=1e-6) or \
+        t_half == pytest.approx(cnps[0] + 2 * p.decrease_period_s, abs=1e-6)
+    assert first_time(pts, lambda rc: rc >= 0.9 * LINE, after=0.3) is not None
+    assert pts[-1][1] > 0.9 * LINE
 
 
 def step_through(rp: ReactionPoint, t_from: float, t_to: float, dt: float) -> None:
@@ -78,7 +91,7 @@ def test_paper_preset_has_the_published_values():
     assert (p.alpha_period_s, p.decrease_period_s, p.increase_period_s) == (50e-6, 50e-6, 55e-6)
     assert p.g == 1 / 256 and p.fast_recovery_steps == 5 and p.rate_on_first_cnp == 1.0
     assert p.r_ai_bps == pytest.approx(8e6) and p.r_hai_bps == pytest.approx(80e6)
-    assert p.cnp_interval_s == 50e-6 and p.byte_counter_bytes == 10_000_000
+    assert p.cnp_interval_s == 50e-6 and p.byte_counter_bytes is None
     assert not p.clamp_target_rate
 
 
@@ -91,9 +104,7 @@ def test_emulation_preset_keeps_the_dimensionless_dynamics(line):
         assert getattr(emu, name) / line == pytest.approx(getattr(paper, name) / paper.line_rate_bps)
     assert (emu.g, emu.fast_recovery_steps, emu.rate_on_first_cnp) == \
         (paper.g, paper.fast_recovery_steps, paper.rate_on_first_cnp)
-    # byte counter: the same length in increase periods
-    assert emu.byte_counter_bytes * 8 / line / emu.increase_period_s == pytest.approx(
-        paper.byte_counter_bytes * 8 / paper.line_rate_bps / paper.increase_period_s, rel=1e-6)
+    assert emu.byte_counter_bytes is None
 
 
 # --- reaction point --------------------------------------------------------------
