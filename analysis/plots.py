@@ -7,6 +7,7 @@ run's start (its first agent event), so runs line up.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -27,6 +28,11 @@ def variant_colour(variant: str, i: int = 0) -> str:
     if variant in VARIANT_COLOURS:
         return VARIANT_COLOURS[variant]
     return plt.get_cmap("tab10")(i % 10)
+
+
+def _natural(label: str) -> list:
+    """Sort key that puts r2 before r10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", label)]
 
 
 def jitter_label(w: dict[str, Any]) -> str:
@@ -202,11 +208,12 @@ def plot_rates(panels: Sequence[dict[str, Any]], path: Path) -> Path:
     "link_rate_bps" or None, "t_end_s"}."""
     fig, axes = plt.subplots(len(panels), 1, sharex=True, sharey=True, squeeze=False,
                              figsize=(11, 1.0 + 2.6 * len(panels)))
-    cmap = plt.get_cmap("tab10")
     for ax, panel in zip(axes[:, 0], panels):
         traces = panel["traces"]
-        for j, (label, tr) in enumerate(sorted(traces.items())):
-            colour = cmap(j % 10)
+        cmap = plt.get_cmap("tab10" if len(traces) <= 10 else "tab20")
+        lane = min(0.045, 0.25 / max(1, len(traces)))  # CNP tick lanes stay in the bottom quarter
+        for j, (label, tr) in enumerate(sorted(traces.items(), key=lambda kv: _natural(kv[0]))):
+            colour = cmap(j % cmap.N)
             xs = list(tr["t_s"])
             ys = [v / 1e6 for v in tr["rc_bps"]]
             if xs and panel.get("t_end_s") and panel["t_end_s"] > xs[-1]:
@@ -214,8 +221,8 @@ def plot_rates(panels: Sequence[dict[str, Any]], path: Path) -> Path:
                 ys.append(ys[-1])
             ax.step(xs, ys, where="post", lw=1.2, color=colour, label=f"{label} ({len(tr['cnp_rx_t_s'])} CNPs)")
             # CNP ticks in a band at the bottom of the axes, one lane per flow
-            ax.plot(tr["cnp_rx_t_s"], [0.03 + 0.045 * j] * len(tr["cnp_rx_t_s"]), ls="", marker="|",
-                    ms=7, mew=1.5, color=colour, transform=ax.get_xaxis_transform())
+            ax.plot(tr["cnp_rx_t_s"], [0.03 + lane * j] * len(tr["cnp_rx_t_s"]), ls="", marker="|",
+                    ms=max(3.0, min(7.0, lane * 150)), mew=1.5, color=colour, transform=ax.get_xaxis_transform())
         if panel.get("link_rate_bps"):
             ax.axhline(panel["link_rate_bps"] / 1e6, ls="--", color="black", lw=0.8, label="link rate")
         if not traces:
@@ -226,7 +233,11 @@ def plot_rates(panels: Sequence[dict[str, Any]], path: Path) -> Path:
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         if traces:
-            ax.legend(fontsize=7, loc="lower right", ncol=2, frameon=True, framealpha=0.8)
+            if len(traces) > 4:  # many flows: legend beside the axes, not over the traces
+                ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 + len(traces) // 13,
+                          frameon=False)
+            else:
+                ax.legend(fontsize=7, loc="lower right", ncol=2, frameon=True, framealpha=0.8)
     axes[-1, 0].set_xlabel("time since run start (s)")
     fig.suptitle("DCQCN sending rate per ring flow", fontsize=11, x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0, 1, 0.96), h_pad=2.0)

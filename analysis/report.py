@@ -90,6 +90,8 @@ def run_summary(rm: dict[str, Any]) -> dict[str, Any]:
         "cct_mean_s": _mean(ccts),
         "misalignment_mean": _mean([j["misalignment"]["mean"] for j in jobs]),
         "misalignment_max": max(m.finite(j["misalignment"]["max"] for j in jobs), default=None),
+        "step_end_skew_mean_s": _mean([st["end_skew_s"] for j in jobs for st in j["steps"]]),
+        "step_end_skew_max_s": max(m.finite(st["end_skew_s"] for j in jobs for st in j["steps"]), default=None),
         "goodput_mean_bps": _mean([g["bps"] for g in gps]),
         "goodput_mean_fraction": _mean([g["fraction_of_link"] for g in gps]),
         "exact": all(exact_flags) if exact_flags else None,
@@ -121,6 +123,7 @@ def summarise(analysed: list[dict[str, Any]]) -> dict[str, Any]:
             "cct_run_means_s": [a["summary"]["cct_mean_s"] for a in ok],
             "misalignment_mean": _mean([a["summary"]["misalignment_mean"] for a in ok]),
             "misalignment_max": max(m.finite(a["summary"]["misalignment_max"] for a in ok), default=None),
+            "step_end_skew_mean_s": _mean([a["summary"]["step_end_skew_mean_s"] for a in ok]),
             "sym_marks_per_run": _mean([a["summary"]["sym_marks"] for a in ok]),
             "queue_marks_per_run": _mean([a["summary"]["queue_marks"] for a in ok]),
             "cnp_per_run": _mean([a["summary"]["cnp_tx"] for a in ok]),
@@ -245,22 +248,24 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
              f"{len(analysed)} run(s): " + ", ".join(f"`{a['run']}`" for a in analysed), ""]
     lines += ["## Summary", "",
               "| variant | runs ok / all | CCT samples | mean CCT (s) | std (s) | change vs baseline "
-              "| misalignment mean (steps) | misalignment max | Symphony marks / run | queue marks / run "
-              "| CNPs / run |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| misalignment mean (steps) | misalignment max | step-end skew mean (ms) "
+              "| Symphony marks / run | queue marks / run | CNPs / run |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for v, row in summary["variants"].items():
         lines.append(
             f"| {v} | {row['runs_ok']} / {row['runs']} | {row['cct_n']} | {_f(row['cct_mean_s'], '{:.4f}')} "
             f"| {_f(row['cct_std_s'], '{:.4f}')} | {_pct(row['cct_change_pct'])} "
             f"| {_f(row['misalignment_mean'], '{:.2f}')} | {_f(row['misalignment_max'], '{:.0f}')} "
+            f"| {_f(None if row['step_end_skew_mean_s'] is None else row['step_end_skew_mean_s'] * 1e3, '{:.2f}')} "
             f"| {_f(row['sym_marks_per_run'], '{:.1f}')} | {_f(row['queue_marks_per_run'], '{:.1f}')} "
             f"| {_f(row['cnp_per_run'], '{:.1f}')} |")
     lines += ["",
               "CCT: first `step_start` to last `step_end` over all ranks of a job, one sample per iteration "
               "of each ok run. Change: (mean CCT of the variant - mean CCT of baseline) / baseline; "
               "negative means faster than baseline. Misalignment: newest minus oldest current step across "
-              "ranks, time-weighted mean over the run, and its maximum. Failed or interrupted runs are "
-              "listed below and left out of every figure in this table.", ""]
+              "ranks, time-weighted mean over the run, and its maximum. Step-end skew: last minus first "
+              "rank to end a step, mean over steps. Std: sample standard deviation of the pooled iterations. "
+              "Failed or interrupted runs are listed below and left out of every figure in this table.", ""]
     wrong = [r for row in summary["variants"].values() for r in row["wrong_results"]]
     if wrong:
         lines += [f"**Wrong AllReduce results** in: {', '.join(wrong)}", ""]
