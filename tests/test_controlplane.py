@@ -7,7 +7,7 @@ from hosts.wire import TAG_MASK
 from topologies import controlplane as cp
 from topologies import p4names as pn
 from topologies.placement import place_jobs
-from topologies.topo import build
+from topologies.topo import build, route
 
 
 class Recorder:
@@ -94,3 +94,75 @@ def test_dump_reads_every_register_and_the_used_counters(installed):
 def test_ecn_range_table_too_big():
     with pytest.raises(ValueError, match="queue_ecn"):
         cp.queue_ecn_entries(0, pn.QUEUE_ECN_SIZE + 10, 1.0)
+
+
+# --- the plan installed into the twin's pure pipeline: packets follow the routes
+
+class PipelineClient:
+    """The twin's pure pipeline plus the two queue calls its process handles."""
+
+    def __init__(self):
+        from topologies.twin.pipeline import Pipeline
+        self.pipe = Pipeline(seed=1)
+        self.queues = {}
+
+    def __getattr__(self, name):
+        return getattr(self.pipe, name)
+
+    def set_queue_depth(self, depth, port):
+        self.queues.setdefault(port, {})["depth"] = depth
+
+    def set_queue_rate(self, pps, port):
+        self.queues.setdefault(port, {})["pps"] = pps
+
+
+
+
+def walk(topo, switches, src, dst, sport, dport, qdepth=0):
+    """Send one frame from host src hop by hop through the pipelines; returns
+    (host reached, frame there, switches crossed)."""
+    from topologies.twin import packets
+    s, d = topo.host(src), topo.host(dst)
+    frame = packets.build(s.ip, d.ip, sport=sport, dport=dport, ecn=2, eth_src=s.mac, eth_dst=d.mac)
+    node, port = topo.access_switch(src)
+    crossed = []
+    while topo.is_switch(node):
+        crossed.append(node)
+        out, frame, _ = switches[node].pipe.process(port, frame, qdepth)
+        assert out is not None, f"dropped at {node}"
+        node, port, _ = topo.ports(node)[out]
+    return node, frame, crossed
+
+
+def test_installed_plan_routes_marks_and_counts_in_the_twin_pipeline():
+    from hosts.wire import tag_port
+    from topologies.twin import packets
+    topo = build({"kind": "leafspine", "hosts": 6, "leaves": 3, "spines": 2, "host_rate_mbit": 10})
+    specs = place_jobs(topo, [{"ranks": 3}])
+    plans = cp.plan(topo, specs, threshold=1, enabled=True, depth=64)
+    switches = {}
+    for name, p in plans.items():
+        switches[name] = PipelineClient()
+        cp.install(switches[name], p, {"kmin": 2, "kmax": 6, "pmax": 0.2}, {"k_sym": 1, "p_sym": 1.0})
+    for src in topo.hosts:
+        for dst in topo.hosts:
+            if src != dst:
+                reached, frame, crossed = walk(topo, switches, src.name, dst.name, 40000, 7000)
+                assert reached == dst.name
+                assert packets.fields(frame)["eth_dst"] == dst.mac
+                assert crossed == [h.switch for h in route(topo, src.name, dst.name)]
+    # a ring flow's packet past Kmax arrives CE and is counted at each switch it crossed
+    ring = [r["host"] for r in specs[0]["ranks"]]
+    a, b = ring[0], ring[1]
+    reached, frame, crossed = walk(topo, switches, a, b, tag_port(0), specs[0]["data_port"], qdepth=7)
+    assert reached == b and packets.fields(frame)["ecn"] == 3
+    marks = []
+    for sw in crossed:
+        dump = cp.dump_switch(switches[sw], plans[sw])
+        assert sum(c["packets"] for c in dump["counters"]["pkts"].values()) == 1
+        marks.append(sum(c["packets"] for c in dump["counters"]["queue_marks"].values()))
+    assert marks[0] == 1 and sum(marks) == 1      # later switches see CE, no longer ECT
+    # below Kmin nothing is marked
+    _, frame, _ = walk(topo, switches, a, b, tag_port(1), specs[0]["data_port"], qdepth=1)
+    assert packets.fields(frame)["ecn"] == 2
+    assert switches["l1"].queues[1] == {"depth": 64, "pps": cp.rate_to_pps(10)}
