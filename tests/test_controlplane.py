@@ -162,7 +162,13 @@ def test_installed_plan_routes_marks_and_counts_in_the_twin_pipeline():
         assert sum(c["packets"] for c in dump["counters"]["pkts"].values()) == 1
         marks.append(sum(c["packets"] for c in dump["counters"]["queue_marks"].values()))
     assert marks[0] == 1 and sum(marks) == 1      # later switches see CE, no longer ECT
-    # below Kmin nothing is marked
-    _, frame, _ = walk(topo, switches, a, b, tag_port(1), specs[0]["data_port"], qdepth=1)
+    # with no queue nothing is marked, even an outpacing flow (K_sym = 1)
+    _, frame, _ = walk(topo, switches, a, b, tag_port(1), specs[0]["data_port"], qdepth=0)
     assert packets.fields(frame)["ecn"] == 2
+    # one packet waiting, below Kmin: only Symphony marks, since this flow runs
+    # ahead of the job's other flows (step 2, frontier still before step 0)
+    _, frame, crossed = walk(topo, switches, a, b, tag_port(2), specs[0]["data_port"], qdepth=1)
+    assert packets.fields(frame)["ecn"] == 3
+    dump = cp.dump_switch(switches[crossed[0]], plans[crossed[0]])
+    assert sum(c["packets"] for c in dump["counters"]["sym_marks"].values()) == 1
     assert switches["l1"].queues[1] == {"depth": 64, "pps": cp.rate_to_pps(10)}
