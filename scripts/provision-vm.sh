@@ -53,8 +53,8 @@ BASE_PACKAGES=(ca-certificates curl gnupg git make gcc python3-pip python3-venv)
 # python3-thrift: the Thrift runtime that bmv2's sswitch_runtime/bm_runtime import.
 P4LANG_PACKAGES=(p4lang-p4c p4lang-bmv2 p4lang-pi python3-thrift)
 P4LANG_PROGRAMS=(simple_switch simple_switch_CLI p4c p4c-bm2-ss)
-BMV2_IMPORTS="import sswitch_runtime, bm_runtime"
-ALL_IMPORTS="import sswitch_runtime, bm_runtime, thrift, p4utils; from p4utils.utils.sswitch_thrift_API import SimpleSwitchThriftAPI"
+BMV2_IMPORTS="import sswitch_runtime, bm_runtime, bmpy_utils"
+ALL_IMPORTS="import sswitch_runtime, bm_runtime, bmpy_utils, thrift, p4utils; from p4utils.utils.sswitch_thrift_API import SimpleSwitchThriftAPI"
 
 say() { echo "provision: $*"; }
 die() { echo "provision: FAILED: $*" >&2; exit 1; }
@@ -158,14 +158,17 @@ do_mininet() {
 # `No module named 'sswitch_runtime'` that p4-utils users report.  Ask dpkg
 # first, then search, and never assume one layout.
 bmv2_python_dirs() {
-    local mod init
-    for mod in sswitch_runtime bm_runtime; do
-        init=$(dpkg -L p4lang-bmv2 2>/dev/null | grep -m1 "/$mod/__init__\.py\$" || true)
-        if [ -z "$init" ]; then
-            init=$(find "${BMV2_SEARCH[@]}" -path "*/$mod/__init__.py" 2>/dev/null | sort | head -n1 || true)
+    local rel file dir
+    # p4utils' thrift_API imports bmpy_utils too (installed beside the two packages)
+    for rel in sswitch_runtime/__init__.py bm_runtime/__init__.py bmpy_utils.py; do
+        file=$(dpkg -L p4lang-bmv2 2>/dev/null | grep -m1 "/${rel//./\\.}\$" || true)
+        if [ -z "$file" ]; then
+            file=$(find "${BMV2_SEARCH[@]}" -path "*/$rel" 2>/dev/null | sort | head -n1 || true)
         fi
-        [ -n "$init" ] || return 1
-        dirname "$(dirname "$init")"
+        [ -n "$file" ] || return 1
+        dir=$(dirname "$file")
+        [ "$rel" = bmpy_utils.py ] || dir=$(dirname "$dir")
+        echo "$dir"
     done | sort -u
 }
 
@@ -181,7 +184,7 @@ pth_in_place() {
 }
 write_pth() {
     local py=$1 dir dirs
-    dirs=$(bmv2_python_dirs) || die "p4lang-bmv2 is installed but its sswitch_runtime/bm_runtime Python modules were not found (searched dpkg -L p4lang-bmv2 and ${BMV2_SEARCH[*]})"
+    dirs=$(bmv2_python_dirs) || die "p4lang-bmv2 is installed but its Python modules (sswitch_runtime, bm_runtime, bmpy_utils) were not found (searched dpkg -L p4lang-bmv2 and ${BMV2_SEARCH[*]})"
     dir=$(site_dir_of "$py")
     mkdir -p "$dir"
     printf '%s\n' "$dirs" >"$dir/$PTH_NAME"
@@ -246,7 +249,7 @@ verify_imports() {
             die "under '${SUDO[*]}', $py cannot import BMv2's Thrift modules and p4utils (the traceback is above); the .pth files named $PTH_NAME should point at the directory holding sswitch_runtime"
         fi
     done
-    say "verified: '${SUDO[*]} python3' and .venv import sswitch_runtime, bm_runtime, thrift, p4utils"
+    say "verified: '${SUDO[*]} python3' and .venv import sswitch_runtime, bm_runtime, bmpy_utils, thrift, p4utils"
 }
 
 main() {

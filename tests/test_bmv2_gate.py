@@ -29,7 +29,7 @@ def lookups(programs=(), modules=()):
 
 
 FULL = lookups(programs=("simple_switch", "p4c-bm2-ss"),
-               modules=("p4utils", "sswitch_runtime", "bm_runtime", "thrift"))
+               modules=("p4utils", "sswitch_runtime", "bm_runtime", "bmpy_utils", "thrift"))
 NOTHING = lookups()
 
 
@@ -45,14 +45,16 @@ def test_everything_installed_means_bmv2():
 
 def test_either_compiler_driver_will_do():
     only_p4c = lookups(programs=("simple_switch", "p4c"),
-                       modules=("p4utils", "sswitch_runtime", "bm_runtime", "thrift"))
+                       modules=("p4utils", "sswitch_runtime", "bm_runtime", "bmpy_utils", "thrift"))
     assert bmv2_available(**only_p4c)
 
 
-@pytest.mark.parametrize("drop", ["simple_switch", "p4c-bm2-ss", "p4utils", "sswitch_runtime", "thrift"])
+@pytest.mark.parametrize("drop", ["simple_switch", "p4c-bm2-ss", "p4utils", "sswitch_runtime", "bmpy_utils",
+                                  "thrift"])
 def test_each_missing_part_is_named(drop):
     programs = tuple(p for p in ("simple_switch", "p4c-bm2-ss") if p != drop)
-    modules = tuple(m for m in ("p4utils", "sswitch_runtime", "bm_runtime", "thrift") if m != drop)
+    modules = tuple(m for m in ("p4utils", "sswitch_runtime", "bm_runtime", "bmpy_utils", "thrift")
+                    if m != drop)
     partial = lookups(programs, modules)
     missing = missing_bmv2_parts(**partial)
     assert len(missing) == 1 and drop in missing[0]

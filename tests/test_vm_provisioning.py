@@ -212,6 +212,13 @@ def test_bmv2_modules_import_under_an_empty_environment_only_through_the_pth(wor
     assert "No module named 'sswitch_runtime'" in broken.stderr
 
 
+def test_bmv2_modules_are_found_by_searching_when_dpkg_does_not_list_them(world):
+    result = world.run(FAKE_DPKG_L_EMPTY="1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (world.site / "symphony-bmv2.pth").read_text().split() == [
+        str(world.root / "usr/lib/python3.10/site-packages")]
+
+
 def test_only_the_step_that_is_undone_runs_again(world):
     assert world.run().returncode == 0
     (world.site / "symphony-bmv2.pth").unlink()

@@ -18,9 +18,10 @@ TARGETS = ("auto", "bmv2", "soft")
 BMV2_PROGRAMS = ("simple_switch",)
 # Either compiler driver produces build/bmv2/symphony.json (`make p4`).
 BMV2_COMPILERS = ("p4c-bm2-ss", "p4c")
-# p4utils starts the switches (P4Switch); sswitch_runtime/bm_runtime are BMv2's
-# Thrift stubs that p4utils' SimpleSwitchThriftAPI imports; thrift is their runtime.
-BMV2_PYTHON_MODULES = ("p4utils", "sswitch_runtime", "bm_runtime", "thrift")
+# p4utils starts the switches (P4Switch); sswitch_runtime/bm_runtime (Thrift stubs)
+# and bmpy_utils are BMv2's modules that p4utils' SimpleSwitchThriftAPI imports;
+# thrift is their runtime.
+BMV2_PYTHON_MODULES = ("p4utils", "sswitch_runtime", "bm_runtime", "bmpy_utils", "thrift")
 
 VM_HINT = "they come with the VM: `vagrant up`, see docs/vm.md"
 

@@ -41,6 +41,7 @@ def install_package(pkg: str) -> None:
             files.append(write(BMV2_PY / "sswitch_runtime/__init__.py",
                                "import thrift\nclass SimpleSwitch:\n    pass\n"))
             files.append(write(BMV2_PY / "bm_runtime/__init__.py", ""))
+            files.append(write(BMV2_PY / "bmpy_utils.py", ""))
     elif pkg == "p4lang-p4c":
         files += [program("p4c"), program("p4c-bm2-ss")]
     elif pkg == "python3-thrift":
@@ -68,7 +69,7 @@ def dpkg_query(args):
 
 def dpkg(args):
     listing = STATE / "dpkg" / args[-1]
-    if args[0] == "-L" and listing.exists():
+    if args[0] == "-L" and listing.exists() and not ENV.get("FAKE_DPKG_L_EMPTY"):
         print(listing.read_text(), end="")
         return 0
     return 1
@@ -83,7 +84,8 @@ def git(args):
         write(repo / "p4utils/utils/__init__.py", "")
         # like the real one: importing the Thrift API needs BMv2's sswitch_runtime
         write(repo / "p4utils/utils/sswitch_thrift_API.py",
-              "from sswitch_runtime import SimpleSwitch\nclass SimpleSwitchThriftAPI:\n    pass\n")
+              "from sswitch_runtime import SimpleSwitch\nimport bm_runtime, bmpy_utils\n"
+              "class SimpleSwitchThriftAPI:\n    pass\n")
         return 0
     if args[:2] == ["config", "--system"]:
         safe = STATE / "git-safe-directories"
