@@ -146,7 +146,7 @@ def _pairs_by_repeat(runs: list[Run], variants: list[str]) -> list[tuple[str, li
         key = r.repeat if r.repeat is not None else r.name
         groups.setdefault(key, []).append(r)
     out = []
-    for key in sorted(groups, key=str):
+    for key in sorted(groups, key=lambda k: (0, k, "") if isinstance(k, int) else (1, 0, str(k))):
         members = sorted(groups[key], key=lambda r: variants.index(r.variant))
         out.append((f"rep{key}" if isinstance(key, int) else str(key), members))
     return out
