@@ -1,0 +1,142 @@
+"""Property tests of the twin pipeline (hypothesis): random ring-like packet
+sequences keep the frontier at the slowest local flow and mark only
+outpacing flows where packets wait; random and mutated bytes never make the
+parser raise."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hosts.wire import serial_diff, tag_port
+from topologies import p4names as N
+from topologies import symphony_state as S
+from topologies.twin import packets
+from topologies.twin.pipeline import Pipeline
+
+HOSTS = [f"10.0.0.{i}" for i in range(1, 9)]
+DPORT = 5000
+
+
+def make_switch(n_flows: int, threshold: int, k_sym: int, first_step: int, pmax: float | None = None,
+                seed: int = 0) -> Pipeline:
+    sw = Pipeline(seed)
+    for i, ip in enumerate(HOSTS):
+        sw.table_add("forward", "ipv4_forward", [f"{ip}/32"], [f"00:00:0a:00:00:{i + 1:02x}", str(i + 1)])
+    # a ring: flow i from host i to host i+1, all crossing this switch
+    for i in range(n_flows):
+        S.add_flow(sw, HOSTS[i], HOSTS[(i + 1) % n_flows], DPORT, i, 0, n_flows, threshold, 1)
+    S.install_job(sw, 0, list(range(n_flows)), first_step)
+    S.install_sym_ecn(sw, k_sym, 1.0)
+    if pmax is not None:
+        S.install_queue_ecn(sw, 2, 6, pmax)
+    return sw
+
+
+action = st.tuples(st.integers(0, 7),                     # flow (mod n)
+                   st.sampled_from(["advance", "advance", "repeat", "old"]),
+                   st.integers(0, 6),                     # enq_qdepth
+                   st.sampled_from([0, 1, 2, 3]))         # ECN bits
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n_flows=st.integers(2, 6), threshold=st.integers(0, 3), k_sym=st.integers(0, 3),
+       first_step=st.one_of(st.integers(0, N.TAG_MASK), st.integers(N.TAG_MASK - 8, N.TAG_MASK)),
+       actions=st.lists(action, min_size=1, max_size=120), spread=st.sampled_from([3, 8, N.W - 1]))
+def test_frontier_is_slowest_flow_and_marks_only_outpacing(n_flows, threshold, k_sym, first_step, actions, spread):
+    sw = make_switch(n_flows, threshold, k_sym, first_step)
+    newest = [-1] * n_flows                                # per flow, offset from first_step; -1: not started
+    for flow, kind, q, ecn in actions:
+        f = flow % n_flows
+        if kind == "advance":
+            if newest[f] + 1 - min(newest) > spread:        # ring flows stay within W of each other
+                continue
+            off = newest[f] + 1
+        elif kind == "repeat":
+            if newest[f] < 0:
+                continue
+            off = newest[f]
+        else:
+            if newest[f] < 1:
+                continue
+            off = max(0, newest[f] - 2)                    # a late retransmission of an older step
+        step = (first_step + off) & N.TAG_MASK
+        frame = packets.build(HOSTS[f], HOSTS[(f + 1) % n_flows], sport=tag_port(step), dport=DPORT, ecn=ecn)
+        port, out, pkt = sw.process(f + 1, frame, q)
+        assert port is not None
+        newest[f] = max(newest[f], off)
+        slowest = (first_step + min(newest)) & N.TAG_MASK
+        frontier = sw.register_read("frontier", 0)
+        # the frontier is exactly the slowest local flow's newest step (so it never passes it)
+        assert frontier == slowest
+        assert serial_diff(frontier, slowest, N.TAG_BITS) <= 0
+        outpacing = threshold < serial_diff(step, slowest, N.TAG_BITS)
+        expect_mark = ecn in (1, 2) and outpacing and q >= k_sym
+        # no queue ECN installed: CE out iff CE in or a Symphony mark
+        assert (out[15] & 3 == 3) == (ecn == 3 or expect_mark)
+        assert pkt.sym_mark == expect_mark
+
+
+@settings(max_examples=100, deadline=None)
+@given(n_flows=st.integers(2, 4), pmax=st.floats(0, 1), seed=st.integers(0, 2**16),
+       actions=st.lists(action, min_size=1, max_size=60))
+def test_symphony_marks_counted_only_when_outpacing_and_queued(n_flows, pmax, seed, actions):
+    """With queue marking on as well (random draws), the sym_marks counter
+    grows only for packets of outpacing flows that saw q >= K_sym."""
+    sw = make_switch(n_flows, 0, 1, 0, pmax=pmax, seed=seed)
+    newest = [-1] * n_flows
+    for flow, kind, q, ecn in actions:
+        f = flow % n_flows
+        off = newest[f] + 1 if kind == "advance" and newest[f] + 1 - min(newest) <= 3 else max(newest[f], 0)
+        frame = packets.build(HOSTS[f], HOSTS[(f + 1) % n_flows], sport=tag_port(off), dport=DPORT, ecn=ecn)
+        before = sw.counter_read("sym_marks", f).packets
+        _, out, pkt = sw.process(f + 1, frame, q)
+        newest[f] = max(newest[f], off)
+        grew = sw.counter_read("sym_marks", f).packets - before
+        if grew:
+            assert ecn in (1, 2) and q >= 1 and serial_diff(off, min(newest), N.TAG_BITS) > 0
+            assert out[15] & 3 == 3
+        if pkt.queue_mark:
+            assert q > 2 and out[15] & 3 == 3
+
+
+# --- parser fuzzing (issue 9): nothing raises past the drop counters --------
+
+def _fuzz_switch() -> Pipeline:
+    return make_switch(3, 1, 1, 0, pmax=0.5)
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.binary(max_size=200), port=st.integers(0, 600), q=st.integers(-5, 1 << 20))
+def test_parser_random_bytes_never_raise(data, port, q):
+    sw = _fuzz_switch()
+    out_port, out, pkt = sw.process(port, data, q)
+    assert (out is None) == (pkt.drop is not None)
+    if out is None:
+        assert sum(sw.drops.values()) == 1
+    else:
+        assert len(out) == len(data)
+
+
+VALID = [packets.build("10.0.0.1", "10.0.0.2", sport=tag_port(3), dport=DPORT),
+         packets.build("10.0.0.2", "10.0.0.3", proto="tcp", sport=tag_port(3), dport=DPORT),
+         packets.build("10.0.0.3", "10.0.0.1", proto="icmp")]
+
+
+@settings(max_examples=400, deadline=None)
+@given(base=st.sampled_from(VALID),
+       edits=st.lists(st.tuples(st.integers(0, 120), st.integers(0, 255)), max_size=8),
+       cut=st.integers(0, 130))
+def test_parser_mutated_frames_never_raise(base, edits, cut):
+    frame = bytearray(base)
+    for pos, byte in edits:
+        if pos < len(frame):
+            frame[pos] = byte
+    frame = bytes(frame[:cut])
+    sw = _fuzz_switch()
+    out_port, out, pkt = sw.process(1, frame, 3)
+    if out is not None:
+        assert out_port in range(1, 9)
+        assert packets.fields(out)["checksum_ok"]
+    else:
+        assert pkt.drop in sw.drops

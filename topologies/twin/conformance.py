@@ -1,0 +1,321 @@
+"""Run the conformance vectors of p4/tests/ against a target.
+
+One runner, two targets:
+- TwinTarget: the twin's pure pipeline (always available);
+- Bmv2Target: simple_switch running build/bmv2/symphony.json, packets sent
+  and received on veth pairs through AF_PACKET sockets, control through
+  p4-utils' SimpleSwitchThriftAPI; a packet's queue condition is made real by
+  slowing the egress port (set_queue_rate) and queueing filler packets in
+  front of it.  It needs root, simple_switch, the compiled program and
+  p4-utils: ``bmv2_missing()`` says what is absent.
+
+The vector format is described in p4/tests/README.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hosts.wire import tag_port
+from topologies import symphony_state
+from topologies.twin import packets
+from topologies.twin.pipeline import Pipeline
+
+ROOT = Path(__file__).resolve().parents[2]
+VECTOR_DIR = ROOT / "p4" / "tests"
+BMV2_JSON = ROOT / "build" / "bmv2" / "symphony.json"
+
+HELPERS = {
+    "add_flow": symphony_state.add_flow,
+    "install_job": symphony_state.install_job,
+    "install_queue_ecn": symphony_state.install_queue_ecn,
+    "install_sym_ecn": symphony_state.install_sym_ecn,
+}
+CLIENT_METHODS = {"table_add", "table_set_default", "table_clear", "register_write", "register_reset"}
+PACKET_FIELDS = {"src", "dst", "proto", "sport", "dport", "ecn", "dscp", "ttl", "frame_len", "payload_len",
+                 "eth_src", "eth_dst", "vihl", "ethertype", "frag_offset"}
+
+
+class VectorError(ValueError):
+    """A vector file that does not follow p4/tests/README.md."""
+
+
+@dataclass
+class Vector:
+    file: str
+    name: str
+    why: str
+    setup: list
+    flows: dict
+    steps: list
+    registers: dict = field(default_factory=dict)
+    counters: dict = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{Path(self.file).stem}:{self.name}"
+
+
+def load_vectors(directory: Path = VECTOR_DIR) -> list[Vector]:
+    out = []
+    for path in sorted(Path(directory).glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as e:
+            raise VectorError(f"{path.name}: not JSON ({e})") from None
+        for v in data.get("vectors", []):
+            for key in ("name", "steps"):
+                if key not in v:
+                    raise VectorError(f"{path.name}: a vector lacks {key!r}")
+            out.append(Vector(path.name, v["name"], v.get("why", ""), data.get("setup", []) + v.get("setup", []),
+                              data.get("flows", {}), v["steps"], v.get("registers", {}), v.get("counters", {})))
+    return out
+
+
+def apply_call(client, call: list) -> None:
+    method, *args = call
+    if method in HELPERS:
+        HELPERS[method](client, *args)
+    elif method in CLIENT_METHODS:
+        getattr(client, method)(*args)
+    else:
+        raise VectorError(f"unknown call {method!r}")
+
+
+def step_frame(step: dict, flows: dict) -> tuple[int, bytes]:
+    """(ingress port, frame) of a packet step."""
+    if "hex" in step:
+        return int(step.get("port", 1)), bytes.fromhex(step["hex"])
+    base = dict(flows[step["flow"]]) if "flow" in step else {}
+    base.update({k: v for k, v in step.items() if k in PACKET_FIELDS or k == "port"})
+    port = int(base.pop("port", 1))
+    base.pop("port", None)
+    if "step" in step:
+        base["sport"] = tag_port(int(step["step"]))
+    kwargs = {k: v for k, v in base.items() if k in PACKET_FIELDS}
+    kwargs.setdefault("frame_len", 100)
+    frame = packets.build(**kwargs)
+    if "truncate" in step:
+        frame = frame[: int(step["truncate"])]
+    return port, frame
+
+
+def check_output(expect: dict, out: tuple[int, bytes] | None) -> list[str]:
+    if expect.get("drop"):
+        return [] if out is None else [f"expected a drop, got a packet on port {out[0]}"]
+    if out is None:
+        return ["expected a packet, it was dropped"]
+    port, frame = out
+    got = packets.fields(frame)
+    got["port"] = port
+    return [f"{k}: expected {v!r}, got {got.get(k)!r}" for k, v in expect.items() if got.get(k) != v]
+
+
+def check_state(target, registers: dict, counters: dict) -> list[str]:
+    errors = []
+    for name, cells in registers.items():
+        for index, value in cells.items():
+            got = target.register_read(name, int(index))
+            if got != value:
+                errors.append(f"register {name}[{index}]: expected {value}, got {got}")
+    for name, cells in counters.items():
+        for index, value in cells.items():
+            got = target.counter_packets(name, int(index))
+            if got != value:
+                errors.append(f"counter {name}[{index}]: expected {value} packets, got {got}")
+    return errors
+
+
+def run_vector(vector: Vector, target) -> list[str]:
+    """Failures of one vector on a target (empty: it passed)."""
+    target.reset()
+    for call in vector.setup:
+        apply_call(target.client, call)
+    errors = []
+    for i, step in enumerate(vector.steps):
+        where = f"step {i}"
+        if "call" in step:
+            apply_call(target.client, step["call"])
+        elif "registers" in step:
+            errors += [f"{where}: {e}" for e in check_state(target, step["registers"], {})]
+        else:
+            port, frame = step_frame(step, vector.flows)
+            out = target.send(port, frame, int(step.get("qdepth", 0)), step.get("expect", {}))
+            if out is SKIPPED:
+                continue
+            errors += [f"{where}: {e}" for e in check_output(step.get("expect", {}), out)]
+    errors += [f"end: {e}" for e in check_state(target, vector.registers, vector.counters)]
+    return errors
+
+
+SKIPPED = object()   # a step the target cannot express (e.g. a frame too short for a wire)
+
+
+class TwinTarget:
+    """The twin's pure pipeline; the queue condition is given directly."""
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+        self.client = Pipeline(seed)
+
+    def reset(self) -> None:
+        self.client = Pipeline(self.seed)
+
+    def send(self, port: int, frame: bytes, qdepth: int, expect: dict):
+        out_port, out, _ = self.client.process(port, frame, qdepth)
+        return None if out is None else (out_port, out)
+
+    def register_read(self, name: str, index: int) -> int:
+        return self.client.register_read(name, index)
+
+    def counter_packets(self, name: str, index: int) -> int:
+        return self.client.counter_read(name, index).packets
+
+
+# --- BMv2 -------------------------------------------------------------------
+
+def bmv2_missing() -> str | None:
+    """Why the BMv2 target cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "needs root for veth interfaces"
+    if shutil.which("simple_switch") is None:
+        return "simple_switch (BMv2) is not installed"
+    if not BMV2_JSON.exists() and shutil.which("p4c-bm2-ss") is None:
+        return "p4c-bm2-ss is not installed and build/bmv2/symphony.json is missing (make p4)"
+    try:
+        import p4utils.utils.sswitch_thrift_API  # noqa: F401
+    except Exception as e:          # ImportError, or its thrift modules missing
+        return f"p4-utils' SimpleSwitchThriftAPI is not importable ({e.__class__.__name__}: {e})"
+    return None
+
+
+FILLER_NET = "198.18.0.{port}"       # benchmark range (RFC 2544), never a vector's address
+ETH_P_ALL = 0x0003
+PACKET_OUTGOING = 4
+
+
+class Bmv2Target:
+    """simple_switch on veth pairs sym<id>s<p> (switch) / sym<id>t<p> (tester)."""
+
+    def __init__(self, ports=(1, 2, 3, 4), thrift_port: int = 9190, wait_s: float = 0.3):
+        from p4utils.utils.sswitch_thrift_API import SimpleSwitchThriftAPI
+        from topologies.names import PREFIX, check_ifname, new_lab_id
+
+        self.ports = list(ports)
+        self.wait_s = wait_s
+        self.id = new_lab_id()
+        self.prefix = f"{PREFIX}{self.id}"
+        self.proc = None
+        self.socks: dict[int, socket.socket] = {}
+        try:
+            if not BMV2_JSON.exists():
+                subprocess.run(["make", "p4"], cwd=ROOT, check=True)
+            for p in self.ports:
+                sw, tester = check_ifname(f"{self.prefix}s{p}"), check_ifname(f"{self.prefix}t{p}")
+                _sh("ip", "link", "add", sw, "type", "veth", "peer", "name", tester)
+                for dev in (sw, tester):
+                    _sh("sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1")
+                    _sh("ip", "link", "set", dev, "up")
+                    _sh("ethtool", "-K", dev, "gro", "off", "gso", "off", "tso", "off", check=False)
+                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+                s.bind((tester, ETH_P_ALL))
+                s.setblocking(False)
+                self.socks[p] = s
+            args = ["simple_switch", "--thrift-port", str(thrift_port), "--device-id", "0"]
+            for p in self.ports:
+                args += ["-i", f"{p}@{self.prefix}s{p}"]
+            self.proc = subprocess.Popen(args + [str(BMV2_JSON)], stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, start_new_session=True)
+            deadline = time.time() + 10
+            while True:
+                try:
+                    self.client = SimpleSwitchThriftAPI(thrift_port, json_path=str(BMV2_JSON))
+                    break
+                except Exception:
+                    if time.time() > deadline or self.proc.poll() is not None:
+                        raise RuntimeError("simple_switch did not answer on its Thrift port")
+                    time.sleep(0.2)
+        except BaseException:
+            self.close()
+            raise
+
+    def reset(self) -> None:
+        self.client.reset_state()
+        for p in self.ports:
+            # fillers to 198.18.0.<p> leave on port p; not ECT, untagged
+            self.client.table_add("forward", "ipv4_forward", [f"{FILLER_NET.format(port=p)}/32"],
+                                  ["02:00:00:00:ff:00", str(p)])
+            self.client.set_queue_rate(1_000_000, p)
+            self.client.set_queue_depth(64, p)
+
+    def _drain(self) -> list[tuple[int, bytes]]:
+        out = []
+        for p, s in self.socks.items():
+            while True:
+                try:
+                    data, addr = s.recvfrom(65535)
+                except BlockingIOError:
+                    break
+                if addr[2] != PACKET_OUTGOING:
+                    out.append((p, data))
+        return out
+
+    @staticmethod
+    def _is_filler(frame: bytes) -> bool:
+        return len(frame) >= 34 and frame[12:14] == b"\x08\x00" and frame[30:33] == bytes([198, 18, 0])
+
+    def send(self, port: int, frame: bytes, qdepth: int, expect: dict):
+        if len(frame) < 14:
+            return SKIPPED              # the kernel refuses frames shorter than an Ethernet header
+        self._drain()
+        egress = expect.get("port")
+        if qdepth and egress:
+            # hold the egress queue (1 packet/s: the first filler leaves at once)
+            # and put qdepth fillers in front of the packet
+            self.client.set_queue_rate(1, egress)
+            filler = packets.build("198.18.0.254", FILLER_NET.format(port=egress), sport=1, dport=9,
+                                   ecn=0, frame_len=64)
+            for _ in range(qdepth + 1):
+                self.socks[port].send(filler)
+            time.sleep(0.05)
+        self.socks[port].send(frame)
+        time.sleep(0.05)
+        if qdepth and egress:
+            self.client.set_queue_rate(1_000_000, egress)
+        deadline = time.time() + self.wait_s
+        while time.time() < deadline:
+            for p, data in self._drain():
+                if not self._is_filler(data):
+                    return p, data
+            time.sleep(0.01)
+        return None
+
+    def register_read(self, name: str, index: int) -> int:
+        return int(self.client.register_read(name, index))
+
+    def counter_packets(self, name: str, index: int) -> int:
+        return int(self.client.counter_read(name, index).packets)
+
+    def close(self) -> None:
+        for s in self.socks.values():
+            s.close()
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for p in self.ports:
+            _sh("ip", "link", "del", f"{self.prefix}s{p}", check=False)
+
+
+def _sh(*args: str, check: bool = True) -> None:
+    subprocess.run(args, check=check, capture_output=True)
