@@ -121,6 +121,22 @@ def read_jsonl_numbered(path: Path, sink: list[str] | None = None) -> list[tuple
     return out
 
 
+# fields analysis does arithmetic on, beyond what hosts.events.validate checks
+_INT_FIELDS = ("job", "rank", "k")
+_NUM_FIELDS = ("bytes", "rc", "rt", "alpha")
+
+
+def type_problem(event: dict[str, Any]) -> str | None:
+    """Why an event that passed the schema still cannot be used, or None."""
+    for name in _INT_FIELDS:
+        if name in event and (isinstance(event[name], bool) or not isinstance(event[name], int)):
+            return f"'{name}' must be an integer"
+    for name in _NUM_FIELDS:
+        if name in event and (isinstance(event[name], bool) or not isinstance(event[name], (int, float))):
+            return f"'{name}' must be a number"
+    return None
+
+
 def read_agent_events(agents_dir: Path, sink: list[str]) -> list[dict[str, Any]]:
     """Every valid event of every ``rank<r>.jsonl``, sorted by time."""
     events: list[dict[str, Any]] = []
@@ -133,6 +149,10 @@ def read_agent_events(agents_dir: Path, sink: list[str]) -> list[dict[str, Any]]
                 validate(event)
             except SchemaError as exc:
                 _warn(sink, f"{path}:{number}: {exc}; skipped it")
+                continue
+            problem = type_problem(event)
+            if problem:
+                _warn(sink, f"{path}:{number}: {problem}; skipped it")
                 continue
             events.append(event)
     events.sort(key=lambda e: (e["t"], e["rank"]))

@@ -102,3 +102,54 @@ def test_jitter_as_the_runner_writes_it_start_s_and_t0_from_meta(tmp_path):
     assert (rate["start_ns"], rate["end_ns"]) == (first - 10**9 + 5 * 10**8, first + 25 * 10**7)
     rank2_iter1 = min(e["t"] for e in run.events if e["kind"] == "step_start" and e["rank"] == 2 and e["iter"] == 1)
     assert (compute["start_ns"], compute["end_ns"]) == (rank2_iter1 - 4 * 10**6, rank2_iter1)
+
+
+def test_events_with_unusable_types_are_skipped(tmp_path):
+    run_dir = write_run(tmp_path / "run", ring_times(2, 1, 0.01))
+    bad = {"t": 7, "kind": "step_end", "job": 1, "rank": "zero", "iter": 0, "step": 0, "k": 0,
+           "phase": "rs", "bytes": 10}
+    worse = {**bad, "rank": 0, "bytes": "lots"}
+    with (run_dir / "agents" / "rank0.jsonl").open("a") as f:
+        f.write(json.dumps(bad) + "\n" + json.dumps(worse) + "\n")
+    with pytest.warns(RecordWarning) as caught:
+        run = load_run(run_dir)
+    messages = " ".join(str(w.message) for w in caught)
+    assert "'rank' must be an integer" in messages and "'bytes' must be a number" in messages
+    assert all(e["t"] != 7 for e in run.events)
+
+
+# ---- hostile records: whatever the files hold, reading and the metrics never raise
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from analysis.report import analyse_run  # noqa: E402
+from hosts.events import KINDS  # noqa: E402
+
+_value = st.one_of(st.integers(-3, 40), st.floats(allow_nan=True), st.text(max_size=3), st.booleans(), st.none())
+_event = st.fixed_dictionaries(
+    {"t": st.integers(1, 60), "kind": st.sampled_from(KINDS), "job": st.integers(0, 2),
+     "rank": st.integers(0, 3), "iter": st.integers(0, 2), "step": st.integers(0, 8)},
+    optional={"k": st.integers(0, 6), "phase": st.sampled_from(["rs", "ag", "x"]), "send_chunk": _value,
+              "recv_chunk": _value, "bytes": st.one_of(st.integers(0, 10**6), _value), "exact": _value,
+              "dir": st.sampled_from(["tx", "rx", "?"]), "peer": _value, "rc": st.floats(0, 1e9),
+              "rt": st.floats(0, 1e9), "alpha": st.floats(0, 1), "reason": _value, "counters": _value,
+              "offset": _value, "length": _value, "why": _value})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=st.lists(_event, max_size=40), tail=st.binary(max_size=30))
+def test_any_records_are_read_and_measured_without_an_exception(tmp_path, events, tail):
+    run_dir = tmp_path / "fuzz"
+    (run_dir / "agents").mkdir(parents=True, exist_ok=True)
+    with (run_dir / "agents" / "rank0.jsonl").open("wb") as f:
+        for e in events:
+            f.write(json.dumps({**e, "t": e["t"] * 10**6}).encode() + b"\n")
+        f.write(tail)
+    (run_dir / "switches").mkdir(exist_ok=True)
+    (run_dir / "switches" / "s1.json").write_bytes(b'{"counters": {"sym_marks": [1, "x", null, [2, 3]]}}')
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = analyse_run(load_run(run_dir))
+    json.dumps(result)  # and it is JSON-serialisable
