@@ -39,6 +39,7 @@ from topologies.topo import build
 REPO = Path(__file__).resolve().parents[1]
 POLL_S = 0.1                  # supervision period: deaths are noticed within ~0.1-0.3 s
 AGENT_GRACE_S = 2.0           # after one agent failed, how long the others may still finish
+STARTUP_S = 30.0              # every agent must log its first event within this
 RUNNER_SLACK_S = 20.0         # runner's wall deadline = agents' run deadline + this
 
 EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -175,6 +176,13 @@ def _agent_error_reason(log_path: Path) -> str | None:
         if ev.get("kind") == "error":
             return str(ev.get("reason"))
     return None
+
+
+def _has_events(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
 
 
 def _tail(path: Path, n: int = 1) -> str:
@@ -318,11 +326,20 @@ class Runner:
             injector = Injector(net, plan.schedule, run_dir / "jitter_applied.jsonl", python=self.python)
             try:
                 agents = self._start_agents(net, specs, job_paths, agents_dir)
-                t0 = time.monotonic()
-                meta["t0_ns"] = now_ns()
-                R.write_json(run_dir / "meta.json", meta)
-                injector.start(t0)
-                self._supervise(net, agents, injector, t0, deadline_s, res)
+                t_spawn = time.monotonic()
+                meta["agents_spawned_ns"] = now_ns()
+
+                def on_all_started() -> None:
+                    # the jitter clock starts when every agent is up (has logged
+                    # its first event), not when the processes were spawned:
+                    # interpreter start-up takes a second or more for 8 agents
+                    # on 2 cores, and would eat the schedule's first second
+                    meta["t0_ns"] = now_ns()
+                    meta["agents_startup_s"] = round(time.monotonic() - t_spawn, 3)
+                    R.write_json(run_dir / "meta.json", meta)
+                    injector.start()
+
+                self._supervise(net, agents, injector, t_spawn, deadline_s, res, on_all_started)
             finally:
                 for problem in injector.stop(restore=not self.signals.interrupted):
                     self.say(f"jitter cleanup: {problem}")
@@ -351,15 +368,27 @@ class Runner:
         return agents
 
     def _supervise(self, net, agents: list[Agent], injector: Injector, t0: float, deadline_s: float,
-                   res: RunResult) -> None:
+                   res: RunResult, on_all_started: Callable[[], None] = lambda: None) -> None:
+        """Poll until every agent exited (or one failed and the others had a
+        grace period): switches, agents, deadlines, and the jitter timeline.
+        t: seconds since the agents were spawned."""
         first_failure: str | None = None
         failed_at: float | None = None
+        started = False
         while True:
             now = time.monotonic() - t0
-            try:
-                injector.tick()
-            except InjectorError as exc:
-                raise RunFailed(str(exc)) from None
+            if not started and all(_has_events(a.jsonl) for a in agents):
+                started = True
+                on_all_started()
+            if started:
+                try:
+                    injector.tick()
+                except InjectorError as exc:
+                    raise RunFailed(str(exc)) from None
+            elif now > STARTUP_S:
+                late = [a.label for a in agents if not _has_events(a.jsonl)]
+                raise RunFailed(f"{late[0]} logged nothing within {STARTUP_S:.0f}s of its start"
+                                + (f" (and {len(late) - 1} more)" if len(late) > 1 else ""))
             dead = net.dead_switches()
             if dead:
                 name, code = dead[0]
@@ -382,7 +411,9 @@ class Runner:
             if now > deadline_s:
                 raise RunFailed(f"runner deadline of {deadline_s:.0f}s passed with {running} agent(s) "
                                 f"still running")
-            time.sleep(POLL_S)
+            due = injector.next_due() if started else None
+            wait = POLL_S if due is None else min(POLL_S, max(0.0, due - injector.elapsed()))
+            time.sleep(max(wait, 0.001))
         for a in agents:
             if a.proc.returncode == 1:
                 res.wrong = True
