@@ -315,6 +315,29 @@ def place_compute_jitter(windows: list[dict[str, Any]], events: list[Event]) -> 
     return out
 
 
+def attach_link_ranks(windows: list[dict[str, Any]], config: dict[str, Any]) -> list[dict[str, Any]]:
+    """A jitter event on a host's access link (name ``<host>-<switch>`` or
+    ``<switch>-<host>``) with no ``rank`` gets the job and rank of that host,
+    from config.toml's ``[[jobs]]`` ``hosts`` lists (ring order), so a plot
+    can shade that rank's row.  Fabric links stay without a rank."""
+    where: dict[str, tuple[Any, int]] = {}
+    jobs = config.get("jobs")
+    for i, job in enumerate(jobs if isinstance(jobs, list) else []):
+        hosts = job.get("hosts") if isinstance(job, dict) else None
+        if isinstance(hosts, list):
+            for rank, host in enumerate(hosts):
+                where.setdefault(str(host), (job.get("job", i + 1), rank))
+    out = []
+    for w in windows:
+        link = w.get("link")
+        if w.get("rank") is None and isinstance(link, str):
+            ends = [where[h] for h in link.split("-") if h in where]
+            if len(ends) == 1:
+                w = {**w, "job": ends[0][0], "rank": ends[0][1]}
+        out.append(w)
+    return out
+
+
 # ---------------------------------------------------------------- config
 
 def link_rate_bps(config: dict[str, Any]) -> float | None:

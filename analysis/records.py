@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.metrics import place_compute_jitter
+from analysis.metrics import attach_link_ranks, place_compute_jitter
 from hosts.events import SchemaError, validate
 
 try:  # Python 3.11+
@@ -282,5 +282,5 @@ def load_run(path: str | Path) -> Run:
         first = run.events[0]["t"] if run.events else None
         run.jitter = normalise_jitter(read_jsonl(jitter_path, sink), first, sink, str(jitter_path),
                                       run_t0=meta_t0_ns(run.meta))
-        run.jitter = place_compute_jitter(run.jitter, run.events)
+        run.jitter = attach_link_ranks(place_compute_jitter(run.jitter, run.events), run.config)
     return run

@@ -62,10 +62,14 @@ def _toml_value(v: Any) -> str:
     return repr(v)
 
 
-def config_text(host_rate_mbit: float | None = 20.0, n: int = 4) -> str:
+def config_text(host_rate_mbit: float | None = 20.0, n: int = 4, job: int = 1) -> str:
+    """A resolved config in the runner's shape: the topology and the job's
+    hosts in ring order (rank r on host h<r+1>)."""
     lines = ["[topology]", 'kind = "star"', f"hosts = {n}"]
     if host_rate_mbit is not None:
         lines.append(f"host_rate_mbit = {_toml_value(host_rate_mbit)}")
+    hosts = ", ".join(f'"h{r + 1}"' for r in range(n))
+    lines += ["", "[[jobs]]", f"job = {job}", f"ranks = {n}", f"hosts = [{hosts}]"]
     return "\n".join(lines) + "\n"
 
 
@@ -121,7 +125,7 @@ def write_run(run_dir: Path, times: Times, *, job: int = 1, variant: str = "base
     meta = {"target": "synthetic", "seed": 1, "variant": variant, "repeat": repeat,
             "status": status, "reason": reason, "wall_s": (last - first) / 1e9, "t0_ns": first}
     (run_dir / "meta.json").write_text(json.dumps(meta, indent=1))
-    (run_dir / "config.toml").write_text(config_text(host_rate_mbit, n))
+    (run_dir / "config.toml").write_text(config_text(host_rate_mbit, n, job))
     if switches is not None:
         (run_dir / "switches").mkdir(exist_ok=True)
         for name, dump in switches.items():
@@ -177,7 +181,7 @@ def demo_experiment(root: Path, repeats: int = 3, n: int = 4, iterations: int = 
             # as experiments/jitter.py writes them: seconds after t0, t0 in meta.json
             jitter = [{"kind": "compute", "job": 1, "rank": 2, "link": None, "start_s": None, "end_s": None,
                        "params": {"iter": 1, "delay_s": 0.03}},
-                      {"kind": "rate", "link": "h2-s1", "rank": 1, "start_s": 0.05, "end_s": 0.25,
+                      {"kind": "rate", "link": "h2-s1", "start_s": 0.05, "end_s": 0.25,
                        "params": {"fraction": round(1 / factor, 3), "rate_mbit": round(line / 1e6 / factor, 3)}}]
             d = write_run(root / f"20260101T000000-{variant}-rep{rep}", times, variant=variant, repeat=rep,
                           switches=switches, jitter=jitter, chunk_bytes=45_000,

@@ -145,3 +145,13 @@ def test_run_metrics_relative_times_and_jobs_apart():
     assert rm["jobs"]["1"]["misalignment"]["mean"] == pytest.approx(0.4)
     assert rm["link_rate_bps"] == 1e6
     assert rm["jobs"]["1"]["iterations"][0]["goodput"]["0"]["fraction_of_link"] == pytest.approx(0.8)
+
+
+def test_access_link_jitter_is_attached_to_its_rank():
+    config = {"jobs": [{"job": 1, "hosts": ["h1", "h3", "h2", "h4"]}]}
+    windows = [{"kind": "rate", "link": "h3-l2"}, {"kind": "rate", "link": "l1-s1"},
+               {"kind": "compute", "rank": 2, "link": None}]
+    out = m.attach_link_ranks(windows, config)
+    assert (out[0]["job"], out[0]["rank"]) == (1, 1)
+    assert "rank" not in out[1]
+    assert out[2]["rank"] == 2

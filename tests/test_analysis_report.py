@@ -73,6 +73,7 @@ def test_metrics_json_holds_known_ccts(experiment):
     assert base["cnp"] == {"tx": 2, "rx": 2}
     assert job["misalignment"]["max"] >= 1
     assert [w["kind"] for w in base["jitter"]] == ["rate", "compute"]
+    assert base["jitter"][0]["rank"] == 0  # h1-s1 is rank 0's access link (config.toml's job hosts)
     # the compute window ends where rank 1 really started iteration 1
     compute = base["jitter"][1]
     assert compute["end_s"] - compute["start_s"] == pytest.approx(0.005)
