@@ -85,8 +85,13 @@ class FakeNet:
         self.rates.append((link, rate))
 
     def dead_switches(self):
-        if self.die_after is not None and time.monotonic() - self.started > self.die_after:
-            return [("p1", -9)]
+        # dies die_after seconds after the agents are up (a loaded machine
+        # can take a second to start four interpreters)
+        logs = [self.run_dir / "agents" / f"rank{r}.jsonl" for r in range(4)]
+        if self.die_after is not None and all(p.exists() and p.stat().st_size for p in logs):
+            self.up = getattr(self, "up", None) or time.monotonic()
+            if time.monotonic() - self.up > self.die_after:
+                return [("p1", -9)]
         return []
 
     def dump_switches(self, out_dir):
@@ -174,7 +179,7 @@ def test_run_dirs_are_never_reused(tmp_path):
 
 
 def test_dead_switch_fails_the_run_keeps_records_next_repeat_runs(tmp_path):
-    r, _ = make_runner(tmp_path, cfg(repeats=2), die_after=0.8, mode="hang")
+    r, _ = make_runner(tmp_path, cfg(repeats=2), die_after=0.3, mode="hang")
     r.cfg["variants"] = ["baseline"]
     t = time.monotonic()
     results = r.run_all()
@@ -191,7 +196,7 @@ def test_dead_switch_fails_the_run_keeps_records_next_repeat_runs(tmp_path):
 
 
 def test_fail_fast_stops_after_the_first_failure(tmp_path):
-    r, lines = make_runner(tmp_path, cfg(repeats=2), die_after=0.8, mode="hang")
+    r, lines = make_runner(tmp_path, cfg(repeats=2), die_after=0.3, mode="hang")
     r.fail_fast = True
     results = r.run_all()
     assert len(results) == 1 and results[0].status == "failed"
