@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -32,6 +33,14 @@ EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_DEADLINE = 0, 1, 2, 3
 
 class UsageError(Exception):
     """Bad arguments or environment: one line to stderr, exit 2."""
+
+
+class Terminated(BaseException):
+    """SIGTERM (from a runner tearing a run down): stop and keep the records."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
 
 
 def rate_control(spec: JobSpec, now: float):
@@ -87,10 +96,13 @@ class Agent:
             delay = spec.straggle_delay(self.rank, it)
             if delay:
                 time.sleep(min(delay, max(0.0, run_deadline - time.monotonic())))
+            # the inputs and the reference before iter_start: the check costs
+            # no time inside the measured collective
+            mine = ring.make_input(spec.seed, it, self.rank, spec.n_elems)
+            ref = self.reference(it)
             first = ring_step(it, 0, self.n)
             self.log.emit("iter_start", iter=it, step=first)
-            rr = ring.RingRank(self.rank, self.n,
-                               ring.make_input(spec.seed, it, self.rank, spec.n_elems))
+            rr = ring.RingRank(self.rank, self.n, mine)
             for k in range(self.spi):
                 step = ring_step(it, k, self.n)
                 self.at = (it, step)
@@ -109,8 +121,7 @@ class Agent:
                 rr.apply(k, got)
                 self.log.emit("step_end", iter=it, step=step, k=k, phase=p.phase,
                               bytes=len(got))
-            exact = bool(np.array_equal(rr.buf.view(np.uint32),
-                                        self.reference(it).view(np.uint32)))
+            exact = bool(np.array_equal(rr.buf.view(np.uint32), ref.view(np.uint32)))
             wrong += not exact
             self.log.emit("iter_end", iter=it, step=ring_step(it, self.spi - 1, self.n),
                           exact=exact)
@@ -143,6 +154,7 @@ def parse_args(argv) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)      # argparse prints its own one-line usage error, exit 2
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         spec = load_job(args.job)
         if not 0 <= args.rank < spec.n_ranks:
@@ -180,8 +192,11 @@ def main(argv=None) -> int:
             log.emit("error", iter=agent.at[0], step=agent.at[1], reason=reason)
             print(f"hosts.agent rank {args.rank}: {reason}", file=sys.stderr)
             return EXIT_DEADLINE
-        except KeyboardInterrupt:
-            return 130
+        except (KeyboardInterrupt, Terminated) as e:
+            # the events so far are on disk; add the counters, then go
+            log.emit("stats", iter=agent.at[0], step=agent.at[1],
+                     counters=dict(sorted(agent.tr.counters.items())))
+            return 143 if isinstance(e, Terminated) else 130
         finally:
             agent.tr.close()
 

@@ -126,8 +126,13 @@ def simulate(inputs: list[np.ndarray]) -> list[np.ndarray]:
 def make_input(seed: int, iteration: int, rank: int, n_elems: int) -> np.ndarray:
     """The data rank reduces in an iteration: reproducible from the job's seed,
     so every rank can compute every other rank's input and the exact result."""
+    # uniform in [-1, 1): values of many magnitudes, so the order of the sum
+    # shows in the last bits; ~10x faster to draw than normal variates
     rng = np.random.default_rng([seed, iteration, rank])
-    return rng.standard_normal(n_elems, dtype=np.float32).astype(DTYPE)
+    x = rng.random(n_elems, dtype=np.float32)
+    x *= 2
+    x -= 1
+    return x.astype(DTYPE, copy=False)
 
 
 def bandwidth_bound_s(message_bytes: int, n_ranks: int, rate_bps: float) -> float:

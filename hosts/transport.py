@@ -55,9 +55,9 @@ class UdpParams:
     payload_bytes: int = 1400
     rto_ms: float = 50.0
     window_packets: int = 64
-    ack_every: int = 4
+    ack_every: int = 8
     ack_delay_ms: float = 2.0
-    burst_packets: int = 4
+    burst_packets: int = 8
     rto_max_ms: float = 1000.0
 
     def __post_init__(self):

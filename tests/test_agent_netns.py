@@ -2,6 +2,8 @@
 veth pairs through a Linux bridge (topologies.nslab.Lab)."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -110,10 +112,11 @@ def test_loss_duplication_reordering_still_exact(lab_factory, tmp_path):
         assert c.get("retransmit_gap", 0) + c.get("retransmit_timeout", 0) == len(rtx)
 
 
-def test_missing_predecessor_hits_the_step_deadline(lab_factory, tmp_path):
+@pytest.mark.parametrize("which", ["step", "run"])
+def test_missing_predecessor_hits_the_deadline(lab_factory, tmp_path, which):
     lab = lab_factory(2)
-    spec, path = make_job(lab, tmp_path, [0, 1], 40_000, iterations=2,
-                          deadlines=Deadlines(step_s=1.5, run_s=30.0))
+    dl = Deadlines(step_s=1.5, run_s=30.0) if which == "step" else Deadlines(30.0, 1.5)
+    spec, path = make_job(lab, tmp_path, [0, 1], 40_000, iterations=2, deadlines=dl)
     log_dir = tmp_path / "agents"
     log_dir.mkdir()
     t0 = time.monotonic()
@@ -127,11 +130,31 @@ def test_missing_predecessor_hits_the_step_deadline(lab_factory, tmp_path):
     assert len(err) == 1
     e = err[0]
     assert e["waiting_for"] == "data" and e["peer"] == 0 and e["step"] == 0
-    assert e["deadline"] == "step" and "rank 0" in e["reason"]
+    assert e["deadline"] == which and "rank 0" in e["reason"]
     stderr = (log_dir / "rank1.stderr").read_text().strip().splitlines()
     assert len(stderr) == 1 and "deadline" in stderr[0]
     # it kept probing the successor (rank 0) with its step-0 data
     assert any(ev["kind"] == "retransmit" for ev in evs)
+    assert evs[-1]["kind"] == "stats"
+
+
+def test_sigterm_keeps_records_and_counters(lab_factory, tmp_path):
+    lab = lab_factory(2)
+    spec, path = make_job(lab, tmp_path, [0, 1], 40_000, iterations=2)
+    log_dir = tmp_path / "agents"
+    log_dir.mkdir()
+    proc = start_agent(lab, 1, path, 1, log_dir)       # waits for rank 0 forever
+    log1 = log_dir / "rank1.jsonl"
+    end = time.monotonic() + 20
+    while not (log1.exists() and "step_start" in log1.read_text()):
+        assert time.monotonic() < end
+        time.sleep(0.05)
+    # the agent runs under `ip netns exec`, which execs it: same pid
+    os.kill(proc.pid, signal.SIGTERM)
+    assert proc.wait(timeout=10) == 143
+    evs = read_log(log_dir, 1)
+    assert [e["kind"] for e in evs][:2] == ["iter_start", "step_start"]
+    assert evs[-1]["kind"] == "stats"
 
 
 INTRUDER = r"""
