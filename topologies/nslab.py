@@ -33,17 +33,21 @@ class LabHost:
 
 
 class Lab:
-    def __init__(self, n_hosts: int, rate_mbit: float | None = None):
+    def __init__(self, n_hosts: int, rate_mbit: float | None = None, bridge: bool = True):
+        """bridge=False leaves the root sides of the veths unbridged, for a
+        switch process (the twin) to take; their offloads are off so raw
+        sockets see wire-size frames."""
         if not 1 <= n_hosts <= 200:
             raise ValueError(f"n_hosts must be in 1..200, got {n_hosts}")
         self.id = new_lab_id()
-        self.bridge = check_ifname(f"{PREFIX}{self.id}br")
+        self.bridge = check_ifname(f"{PREFIX}{self.id}br") if bridge else None
         self.rate_mbit = rate_mbit
         self.hosts: list[LabHost] = []
         third = int(self.id, 16) % 250 + 1
         try:
-            sh("ip", "link", "add", self.bridge, "type", "bridge")
-            sh("ip", "link", "set", self.bridge, "up")
+            if self.bridge:
+                sh("ip", "link", "add", self.bridge, "type", "bridge")
+                sh("ip", "link", "set", self.bridge, "up")
             for i in range(n_hosts):
                 self.hosts.append(self._add_host(i, SUBNET.format(lab=third, host=i + 1)))
         except BaseException:
@@ -58,11 +62,17 @@ class Lab:
         sh("ip", "netns", "add", netns)
         sh("ip", "link", "add", root_if, "type", "veth", "peer", "name", peer)
         sh("ip", "link", "set", peer, "netns", netns)
-        sh("ip", "link", "set", root_if, "master", self.bridge)
+        if self.bridge:
+            sh("ip", "link", "set", root_if, "master", self.bridge)
+        else:
+            sh("sysctl", "-qw", f"net.ipv6.conf.{root_if}.disable_ipv6=1")
+            sh("ethtool", "-K", root_if, "gro", "off", "gso", "off", "tso", "off", check=False)
         sh("ip", "link", "set", root_if, "up")
         inns = ("ip", "netns", "exec", netns)
         sh(*inns, "ip", "link", "set", peer, "name", "eth0")
         sh(*inns, "ip", "addr", "add", f"{ip}/24", "dev", "eth0")
+        if not self.bridge:
+            sh(*inns, "ethtool", "-K", "eth0", "gro", "off", "gso", "off", "tso", "off", check=False)
         sh(*inns, "ip", "link", "set", "eth0", "up")
         sh(*inns, "ip", "link", "set", "lo", "up")
         # the step tags occupy the top of the port space: keep the kernel from
