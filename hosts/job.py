@@ -248,8 +248,8 @@ def _dcqcn(t: dict) -> dict:
     for k, v in t.items():
         if k in ("preset", "line_rate_mbit"):
             continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise JobError(f"dcqcn.{k}: expected a number, got {v!r}")
+        if not isinstance(v, (bool, int, float)):
+            raise JobError(f"dcqcn.{k}: expected a number or boolean, got {v!r}")
     # the DCQCN module (when present) knows its parameter names and ranges
     try:
         from hosts import dcqcn as dcqcn_mod
@@ -263,7 +263,7 @@ def _dcqcn(t: dict) -> dict:
         except TypeError as e:
             raise JobError(f"dcqcn: {e}") from None
         except ValueError as e:
-            raise JobError(f"dcqcn.{e}" if not str(e).startswith("dcqcn") else str(e)) from None
+            raise JobError(str(e) if str(e).startswith("dcqcn") else f"dcqcn: {e}") from None
     return out
 
 

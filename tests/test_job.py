@@ -110,6 +110,7 @@ def _doc(**kw):
     ({"udp": {"mtu": 1500}}, "udp.mtu"),
     ({"dcqcn": {"preset": "fast"}}, "dcqcn.preset"),
     ({"dcqcn": {"line_rate_mbit": -1}}, "dcqcn.line_rate_mbit"),
+    ({"dcqcn": {"colour": 1}}, "dcqcn"),
     ({"deadlines": {"step_s": 0}}, "deadlines.step_s"),
     ({"straggle": [{"rank": 5, "iter": 0, "delay_s": 1}]}, "straggle[0].rank"),
     ({"straggle": [{"rank": 0, "iter": 0}]}, "straggle[0].delay_s"),
