@@ -25,6 +25,7 @@ import numpy as np
 from hosts import dcqcn, ring
 from hosts.events import EventLog
 from hosts.job import JobError, JobSpec, derived_deadlines, load_job
+from hosts.tcp_transport import TcpTransport
 from hosts.transport import TRANSPORTS, CnpLimiter, FixedRate, TransportTimeout
 from hosts.wire import ring_step
 
@@ -67,7 +68,8 @@ class Agent:
         self.step_s, self.run_s = derived_deadlines(spec)
         self.at = (0, 0)             # (iteration, step) in progress, for error events
         rp, np_ = rate_control(spec, time.monotonic())
-        cls = transport_cls or TRANSPORTS.get(spec.transport)
+        # the TCP transport imports from hosts.transport, so it joins the map here
+        cls = transport_cls or {**TRANSPORTS, "tcp": TcpTransport}.get(spec.transport)
         if cls is None:
             raise UsageError(f"transport {spec.transport!r} is not available in this build")
         self.tr = cls(job=spec.job, rank=rank, ips=spec.ips, data_port=spec.data_port,

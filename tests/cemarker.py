@@ -357,6 +357,8 @@ class MarkerLab:
         sh(*inns, "ethtool", "-K", "eth0", "tx", "off", "tso", "off", "gso", "off", "gro", "off",
            check=False)
         sh(*inns, "sysctl", "-qw", f"net.ipv4.ip_local_reserved_ports={TAG_PORT_BASE}-65535")
+        # TCP mode: connections ask for ECN (there is no per-socket switch for cubic)
+        sh(*inns, "sysctl", "-qw", "net.ipv4.tcp_ecn=1")
         sh(*inmid, "ip", "link", "set", m, "up")
         sh(*inmid, "ethtool", "-K", m, "gro", "off", "tx", "off", check=False)
         if rate_mbit:
