@@ -72,7 +72,11 @@ class Lab:
         sh(*inns, "ip", "link", "set", peer, "name", "eth0")
         sh(*inns, "ip", "addr", "add", f"{ip}/24", "dev", "eth0")
         if not self.bridge:
-            sh(*inns, "ethtool", "-K", "eth0", "gro", "off", "gso", "off", "tso", "off", check=False)
+            # tx checksum offload off too: a raw-socket switch copies bytes, so
+            # a checksum left for the NIC to fill would arrive wrong (P4Host
+            # does the same for BMv2)
+            sh(*inns, "ethtool", "-K", "eth0", "tx", "off", "gro", "off", "gso", "off", "tso", "off",
+               check=False)
         sh(*inns, "ip", "link", "set", "eth0", "up")
         sh(*inns, "ip", "link", "set", "lo", "up")
         # the step tags occupy the top of the port space: keep the kernel from
