@@ -217,3 +217,23 @@ def test_packets_from_wrong_address_or_job_are_dropped(lab_factory, tmp_path):
     assert c["drop_peer"] >= 30 + 20, c       # data from h2, ACKs and CNPs from h2
     assert c["drop_job"] >= 30, c
     assert c["drop_truncated"] + c.get("drop_bad_magic", 0) >= 25 - 2, c
+
+
+def test_peers_starting_at_different_times(lab_factory, tmp_path):
+    # the last rank starts first: its first packets go to a rank that is not
+    # listening yet, and it retransmits until that rank is up
+    n = 3
+    lab = lab_factory(n)
+    spec, path = make_job(lab, tmp_path, list(range(n)), 4 * 10_001, iterations=2)
+    log_dir = tmp_path / "agents"
+    log_dir.mkdir()
+    procs = []
+    for r in reversed(range(n)):
+        procs.append(start_agent(lab, r, path, r, log_dir))
+        time.sleep(0.7)
+    assert wait_all(procs, 60) == [0] * n
+    for r in range(n):
+        check_records(read_log(log_dir, r), n, 2, r, spec.job)
+    first = read_log(log_dir, n - 1)
+    assert any(e["kind"] == "retransmit" and e["why"] == "timeout" and e["iter"] == 0
+               for e in first)
