@@ -2,7 +2,7 @@
 namespaces with the step tag read off the wire by the cemarker harness."""
 
 import json
-import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -105,3 +105,21 @@ def test_allreduce_over_tcp_is_exact_and_dscp_carries_the_step(tmp_path):
         counters = [e for e in logs[r] if e["kind"] == "stats"][-1]["counters"]
         assert counters["ecn_sysctl"] == 1 and counters["ecn_negotiated"] == 1
         assert counters["tos_changes"] == steps - 1
+
+
+@needs_root
+@pytest.mark.netns
+def test_missing_successor_is_a_deadline_naming_the_connection(tmp_path):
+    with MarkerLab(2) as lab:
+        # rank 1 never starts: rank 0 can neither connect nor be connected to
+        text = job_text(lab.ips, 1) + "\n[deadlines]\nstep_s = 1.5\nrun_s = 5.0\n"
+        (tmp_path / "job.toml").write_text(text)
+        repo = str(Path(__file__).resolve().parent.parent)
+        proc = lab.popen(0, [sys.executable, "-m", "hosts.agent", "--job", str(tmp_path / "job.toml"),
+                             "--rank", "0", "--log-dir", str(tmp_path)], cwd=repo,
+                         stderr=subprocess.PIPE, text=True)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    (error,) = [json.loads(x) for x in (tmp_path / "rank0.jsonl").read_text().splitlines()
+                if json.loads(x)["kind"] == "error"]
+    assert "connection" in error["reason"] and lab.ips[1] in error["reason"], error["reason"]
