@@ -319,6 +319,7 @@ class Runner:
         injector = None
         with net:
             meta["target"] = net.target
+            meta["network_id"] = getattr(net, "id", None)     # names sym-<id>-*, /run/symphony/<id>.json
             meta["network_warnings"] = list(getattr(net, "warnings", []))
             R.write_json(run_dir / "meta.json", meta)
             agents_dir = run_dir / "agents"
