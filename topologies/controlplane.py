@@ -167,45 +167,22 @@ def host_link_ports(topo: TopoSpec) -> dict[str, list[int]]:
 # for soft).  Egress ports always count from 1 here: the Thrift API takes
 # port 0 (falsy) as "all ports".
 
-def queue_ecn_entries(kmin: int, kmax: int, pmax: float) -> list[tuple[int, int, int]]:
-    """(lo, hi, prob in 2^-16 units) ranges of the queue depth for `queue_ecn`:
-    one entry per depth in (Kmin, Kmax] (mark with Pmax (q-Kmin)/(Kmax-Kmin)),
-    then (Kmax, max] always.  Depth in packets (BMv2's enq_qdepth)."""
-    from topologies import p4names as pn
-    top = (1 << pn.QDEPTH_BITS) - 1
-    out = []
-    for q in range(kmin + 1, kmax + 1):
-        prob = round(pmax * (q - kmin) / (kmax - kmin) * pn.PROB_ONE)
-        if prob > 0:
-            out.append((q, q, min(prob, pn.PROB_ONE)))
-    out.append((kmax + 1, top, pn.PROB_ONE))
-    if len(out) > pn.QUEUE_ECN_SIZE:
-        raise ValueError(f"ecn: Kmax - Kmin = {kmax - kmin} needs more than {pn.QUEUE_ECN_SIZE} queue_ecn entries")
-    return out
-
-
 def install(client, plan: SwitchPlan, ecn: dict, symphony: dict) -> None:
     """Forwarding, job flows with their initial register state, ECN
-    parameters, queue rate and depth per egress port."""
+    parameters, queue rate and depth per egress port.  The program-specific
+    encodings (track() parameters, job start state, queue_ecn ranges,
+    sym_ecn) are topologies.symphony_state's."""
     from topologies import p4names as pn
-    from hosts.wire import TAG_MASK
+    from topologies import symphony_state as ss
     for e in plan.forward:
         client.table_add(pn.FORWARD, "ipv4_forward", [e.prefix], [e.dst_mac, str(e.port)])
     for f in plan.flows:
-        client.table_add(pn.SYMPHONY_FLOWS, "track", [f.src_ip, f.dst_ip, str(f.dport)],
-                         [str(f.flow_id), str(f.job_slot), str(f.n_local), str(f.threshold), str(f.enabled)])
-        # DESIGN.md: a flow starts at the step before its first (0), so the first packet counts
-        client.register_write(pn.FLOW_STEP, f.flow_id, TAG_MASK)
-    for slot in plan.jobs.values():
-        client.register_write(pn.FRONTIER, slot, TAG_MASK)
-        for step in range(pn.W):
-            client.register_write(pn.STEP_COUNT, pn.step_slot(slot, step), 0)
-    kmin, kmax = int(ecn["kmin"]), int(ecn["kmax"])
-    for prio, (lo, hi, prob) in enumerate(queue_ecn_entries(kmin, kmax, float(ecn["pmax"])), start=1):
-        client.table_add(pn.QUEUE_ECN, "queue_mark_prob", [f"{lo}->{hi}"], [str(prob)], prio)
-    p_sym = round(float(symphony.get("p_sym", 1.0)) * pn.PROB_ONE)
-    client.table_set_default(pn.SYM_ECN, "set_sym_ecn", [str(int(symphony.get("k_sym", pn.K_SYM_DEFAULT))),
-                                                         str(p_sym)])
+        ss.add_flow(client, f.src_ip, f.dst_ip, f.dport, f.flow_id, f.job_slot, f.n_local, f.threshold, f.enabled)
+    for job, slot in plan.jobs.items():
+        # DESIGN.md: flows and frontier start at the step before the first (0)
+        ss.install_job(client, slot, [f.flow_id for f in plan.flows if f.job == job], first_step=0)
+    ss.install_queue_ecn(client, int(ecn["kmin"]), int(ecn["kmax"]), float(ecn["pmax"]))
+    ss.install_sym_ecn(client, int(symphony.get("k_sym", pn.K_SYM_DEFAULT)), float(symphony.get("p_sym", 1.0)))
     for q in plan.queues:
         if q.port < 1:
             raise ValueError(f"switch {plan.name}: egress port {q.port} (0 means 'all ports' to Thrift)")

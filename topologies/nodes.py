@@ -145,7 +145,7 @@ class SoftSwitch(SymSwitch):
 
     def client(self):
         from topologies.twin.client import TwinClient
-        return TwinClient(self.control_path)
+        return TwinClient.wait(self.control_path, timeout=TWIN_START_TIMEOUT_S, proc=self.proc)
 
 
 class BridgeSwitch(SymSwitch):
