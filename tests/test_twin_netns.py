@@ -70,10 +70,11 @@ def twin_lab(tmp_path):
     sock = str(tmp_path / "s1.sock")
     proc = None
     try:
-        args = [sys.executable, "-m", "topologies.twin", "--name", "s1", "--control", sock]
+        args = [sys.executable, "-m", "topologies.twin", "--name", "s1", "--control", sock,
+                "--dump", str(tmp_path / "s1.json")]
         for i, h in enumerate(lab.hosts):
             args += ["--port", f"{i + 1}={h.root_if}"]
-        proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = subprocess.Popen(args, start_new_session=True)
         client = TwinClient.wait(sock, timeout=10, proc=proc)
         for i, h in enumerate(lab.hosts):
             client.table_add("forward", "ipv4_forward", [f"{h.ip}/32"], [mac_of(lab, i), str(i + 1)])
@@ -125,6 +126,8 @@ def test_ping_udp_counters_and_clean_exit(twin_lab):
     assert proc.wait(timeout=5) == 0
     import os
     assert not os.path.exists(sock)
+    dump = json.loads(open(os.path.join(os.path.dirname(sock), "s1.json")).read())
+    assert dump["registers"]["flow_step"][0] == step and dump["counters"]["pkts"]["0"]["packets"] == n
 
 
 def test_queue_rate_builds_a_queue_and_marks(twin_lab):
@@ -150,6 +153,9 @@ def test_queue_rate_builds_a_queue_and_marks(twin_lab):
     stats = client.stats()["ports"]["2"]
     assert stats["queue_drops"] in (11, 12)
     assert client.counter_read("queue_marks", 2).packets == ecn.count(3) + (12 - stats["queue_drops"])
+    client.close()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=5) == 0
 
 
 def test_nothing_left_behind(tmp_path):
