@@ -163,6 +163,7 @@ def test_ecn_marks_past_kmax_and_counters_read_back(net, tmp_path):
     got = json.loads(out.strip().splitlines()[-1])
     assert got["n"] > 0
     assert got["ce"] > 0, f"no CE marks: {got}, sent {sent}"
+    print(f"\n{net.spec.kind}: sent {sent}, received {got['n']}, CE {got['ce']}")
     # the switches on the path counted the queue marks at their egress ports
     # (the queue builds where the two senders first share a port)
     files = net.dump_switches(tmp_path / "switches")
