@@ -73,6 +73,9 @@ class SymHost(Host):
         for conf in ("all", "default", "lo"):
             self.cmd(f"sysctl -qw net.ipv6.conf.{conf}.disable_ipv6=1")
         self.cmd(f"sysctl -qw net.ipv4.ip_local_reserved_ports={TAG_PORT_BASE}-65535")
+        # TCP mode: connections ask for ECN (no per-socket switch for cubic;
+        # hosts.tcp_transport reports what it got in its counters)
+        self.cmd("sysctl -qw net.ipv4.tcp_ecn=1")
         return r
 
 

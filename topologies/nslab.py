@@ -82,6 +82,8 @@ class Lab:
         # the step tags occupy the top of the port space: keep the kernel from
         # handing them out as ephemeral ports
         sh(*inns, "sysctl", "-qw", f"net.ipv4.ip_local_reserved_ports={TAG_PORT_BASE}-65535")
+        # TCP mode: connections ask for ECN (see hosts.tcp_transport)
+        sh(*inns, "sysctl", "-qw", "net.ipv4.tcp_ecn=1")
         if self.rate_mbit:
             self._limit(list(inns), "eth0")
             self._limit([], root_if)
