@@ -341,10 +341,15 @@ def test_without_byte_counter_bytes_change_nothing():
     assert rp.state() == before
 
 
-def test_time_must_not_go_backwards():
-    rp = ReactionPoint(params(), 1.0)
-    with pytest.raises(ValueError, match="backwards"):
-        rp.advance(0.5)
+def test_an_earlier_time_counts_as_no_time_passed():
+    p = params()
+    rp = ReactionPoint(p, 1.0)
+    rp.on_cnp(1.0)
+    assert not rp.advance(0.5)
+    assert rp.late_calls == 1 and rp.rate_bps == LINE
+    rp.on_cnp(0.9)                        # taken as at 1.0: the cut is still due at 1.0 + P
+    rp.advance(1.0 + p.decrease_period_s + EPS)
+    assert rp.decreases == 1 and rp.late_calls == 2
 
 
 def test_reports_rate_changes_and_only_sizeable_alpha_moves():
