@@ -223,7 +223,7 @@ def normalize_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
                     name, factor = key[:-len(suffix)] + field_suffix, f
                     break
             else:
-                raise ValueError(f"unknown dcqcn parameter '{key}' (known: {', '.join(FIELD_NAMES)}; "
+                raise ValueError(f"dcqcn parameter '{key}' is unknown (known: {', '.join(FIELD_NAMES)}; "
                                  f"times also in _us/_ms, rates in _kbit/_mbit/_gbit)")
         if name in out:
             raise ValueError(f"dcqcn parameter '{name}' is given twice (as '{key}' too)")
