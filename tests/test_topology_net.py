@@ -62,17 +62,20 @@ s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
 s.bind((sys.argv[1], int(sys.argv[2])))
 s.settimeout(float(sys.argv[3]))
 n = ce = 0
+first = last = 0.0
 print("ready", flush=True)
 while True:
     try:
         data, anc, _, _ = s.recvmsg(2048, socket.CMSG_SPACE(1))
     except socket.timeout:
         break
+    last = time.monotonic()
+    first = first or last
     n += 1
     for level, kind, value in anc:
         if level == socket.IPPROTO_IP and kind == socket.IP_TOS and value[0] & 3 == 3:
             ce += 1
-print(json.dumps({"n": n, "ce": ce}), flush=True)
+print(json.dumps({"n": n, "ce": ce, "secs": last - first}), flush=True)
 """
 
 # ECT(0) sender from a fixed source port, as fast as the host's NIC (htb) lets it

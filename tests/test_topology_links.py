@@ -1,0 +1,71 @@
+"""Link properties on the soft target: the host side is shaped with htb, the
+switch side carries no qdisc (the twin queues there), a requested delay
+either shows as netem or is reported in `warnings`, and set_link_rate
+squeezes a link's throughput."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import needs_root
+from tests.test_topology_net import RECV, SEND
+
+ROOT = Path(__file__).resolve().parent.parent
+TWIN = (ROOT / "topologies" / "twin" / "__main__.py").exists()
+
+pytestmark = [needs_root, pytest.mark.mininet,
+              pytest.mark.skipif(not TWIN, reason="the twin (topologies/twin) is not there yet")]
+
+
+@pytest.fixture(scope="module")
+def net(tmp_path_factory):
+    from topologies.network import TestbedNetwork
+    n = TestbedNetwork({"kind": "star", "hosts": 2, "host_rate_mbit": 8, "host_delay_ms": 5},
+                       [{"ranks": 2}], target="soft", run_dir=tmp_path_factory.mktemp("links"))
+    with n:
+        yield n
+
+
+def test_host_side_htb_switch_side_bare(net):
+    info = net.links["h1-s1"]
+    out = net.cmd("h1", "tc", "class", "show", "dev", info.intf1).stdout
+    assert "htb" in out and "8Mbit" in out
+    qdisc = subprocess.run(["tc", "qdisc", "show", "dev", info.intf2], capture_output=True, text=True).stdout
+    assert not any(q in qdisc for q in ("htb", "tbf", "netem")), qdisc
+
+
+def test_delay_is_applied_or_reported(net):
+    from topologies.network import netem_available
+    out = net.cmd("h1", "tc", "qdisc", "show", "dev", net.links["h1-s1"].intf1).stdout
+    if netem_available():
+        assert "netem" in out and "delay 5" in out
+    else:
+        assert "netem" not in out
+        assert any("sch_netem" in w for w in net.warnings), net.warnings
+
+
+def rate_mbit(net, seconds=1.0):
+    """Receiver-side goodput h1 -> h2 over `seconds` of a saturating sender."""
+    dst = net.spec.host("h2").ip
+    recv = net.popen("h2", [sys.executable, "-c", RECV, dst, "7100", "0.5"], stdout=subprocess.PIPE, text=True)
+    assert recv.stdout.readline().strip() == "ready"
+    send = net.popen("h1", [sys.executable, "-c", SEND, dst, "7100", "7101", str(seconds)],
+                     stdout=subprocess.PIPE, text=True)
+    send.communicate(timeout=30)
+    got = json.loads(recv.communicate(timeout=30)[0].strip().splitlines()[-1])
+    # first to last packet: a sender's backlog in the NIC queue drains after it stops
+    return (got["n"] - 1) * 1242 * 8 / got["secs"] / 1e6   # SEND's 1200-byte payload in a 1242-byte frame
+
+
+def test_set_link_rate_squeezes_and_restores(net):
+    full = rate_mbit(net)
+    net.set_link_rate("h1-s1", 2)
+    squeezed = rate_mbit(net)
+    assert net.links["h1-s1"].rate_mbit == 2
+    net.set_link_rate("h1-s1", 8)
+    print(f"\nh1 -> h2 goodput: {full:.2f} Mb/s at 8, {squeezed:.2f} Mb/s squeezed to 2")
+    assert 6 < full < 9
+    assert 1.5 < squeezed < 2.5
