@@ -24,6 +24,7 @@ pytestmark = [needs_root, pytest.mark.netns]
 RECEIVER = r"""
 import json, socket, sys
 n = int(sys.argv[1])
+ack = len(sys.argv) < 3 or sys.argv[2] != "noack"
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
 s.bind(("0.0.0.0", 5000))
@@ -32,7 +33,8 @@ tos = []
 for _ in range(n):
     data, anc, _, addr = s.recvmsg(2048, socket.CMSG_SPACE(4))
     tos += [d[0] for lvl, typ, d in anc if typ == socket.IP_TOS]
-    s.sendto(b"ack" + data[:4], (addr[0], 5001))
+    if ack:
+        s.sendto(b"ack" + data[:4], (addr[0], 5001))
 print(json.dumps(tos))
 """
 
@@ -138,7 +140,8 @@ def test_queue_rate_builds_a_queue_and_marks(twin_lab):
     client.set_queue_rate(200, 2)
     client.set_queue_depth(8, 2)
     S.install_queue_ecn(client, 2, 4, 0.0)
-    receiver = lab.popen(1, [sys.executable, "-c", RECEIVER, "8"], stdout=subprocess.PIPE, text=True)
+    # no acks: they would draw ICMP port-unreachables into the same queue
+    receiver = lab.popen(1, [sys.executable, "-c", RECEIVER, "8", "noack"], stdout=subprocess.PIPE, text=True)
     time.sleep(0.5)
     blast = ("import socket; s=socket.socket(2,2); s.setsockopt(0,1,2); "
              "[s.sendto(bytes(100), ('%s', 5000)) for _ in range(20)]" % h1.ip)
@@ -147,12 +150,13 @@ def test_queue_rate_builds_a_queue_and_marks(twin_lab):
     tos = json.loads(out)
     assert len(tos) == 8
     # the burst lands in one or two reads: the first packet may leave before
-    # the rest arrive, so one more may fit; marks start once q > Kmax = 4
+    # the rest arrive, so one more may fit; marks start once q > Kmax = 4,
+    # i.e. at q = 5, 6, 7 either way
     ecn = [t & 3 for t in tos]
     assert ecn[:5] == [2] * 5 and ecn[6:] == [3, 3], ecn
     stats = client.stats()["ports"]["2"]
-    assert stats["queue_drops"] in (11, 12)
-    assert client.counter_read("queue_marks", 2).packets == ecn.count(3) + (12 - stats["queue_drops"])
+    assert stats["queue_drops"] in (11, 12), stats
+    assert client.counter_read("queue_marks", 2).packets == 3
     client.close()
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=5) == 0
