@@ -46,6 +46,8 @@ SACK_MASK = (1 << wire.SACK_BITS) - 1
 IPTOS_ECT0 = wire.ECN_ECT0
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 RCVBUF_BYTES = 4 << 20
+SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
+SNDBUF_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -227,6 +229,7 @@ class Endpoint:
         self._srtt: Optional[float] = None
         self._rttvar = 0.0
         self._rto = params.rto_ms / 1000.0
+        self._rto_hold = -math.inf    # no timeout retransmission before this time
         self._ack_delay = params.ack_delay_ms / 1000.0
 
     # ---- sender -------------------------------------------------------------
@@ -322,8 +325,17 @@ class Endpoint:
             if flow is None or flow.done or flow.acked[idx] or flow.queued[idx] \
                     or flow.txseq[idx] != seq:
                 continue
+            if now < self._rto_hold:
+                # one timeout retransmission per RTO, or per ACK of new data
+                # (RFC 6298 5.4-5.6): when the RTT only grew (a queue), the
+                # others are acked meanwhile instead of all being resent
+                heapq.heappush(timers, (self._rto_hold, seq, step, idx))
+                continue
             flow.retries[idx] += 1
             self._queue(flow, idx, "timeout")
+            if self.peer_heard:
+                self._rto = min(self._rto * 2, self.p.rto_max_ms / 1000.0)
+            self._rto_hold = now + self._rto
         for rf in self.recv_flows.values():
             if rf.ack_due <= now:
                 self._send_ack(rf)
@@ -358,6 +370,7 @@ class Endpoint:
         self.peer_heard = True
         sample = [0, 0.0]
         acked = flow.acked
+        n_before = flow.n_acked
         for i in range(flow.cum, upto):
             if not acked[i]:
                 self._mark(flow, i, now, sample)
@@ -377,6 +390,8 @@ class Endpoint:
         flow.cum = cum
         if sample[0]:
             self._rtt_sample(sample[1])
+        if flow.n_acked > n_before:
+            self._rto_hold = now
         if flow.n_acked == flow.n:
             flow.done = True
             flow.rtx.clear()
@@ -689,6 +704,12 @@ class UdpTransport:
         if s is None:
             s = self._udp(tag_port(step), reuse=True)
             s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, IPTOS_ECT0)
+            # packets waiting in a rate-limited qdisc count against the send
+            # buffer; the default (~90 full packets) fills and drops sends
+            try:
+                s.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, SNDBUF_BYTES)
+            except OSError:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SNDBUF_BYTES)
             self._tag_socks[step] = s
         return s
 
