@@ -156,3 +156,19 @@ def test_network_job_specs_are_jobspecs_without_starting_anything():
     assert spec.ips == ["10.0.0.1", "10.0.0.3", "10.0.0.2", "10.0.0.4"]
     assert spec.message_bytes == 16000 and spec.data_port == 5000
     assert net.net is None and net.state is None          # nothing was built
+
+
+def test_link_names_known_before_start_and_netem_commands():
+    from topologies.network import TestbedNetwork
+    net = TestbedNetwork({"kind": "dumbbell", "hosts": 2, "host_rate_mbit": 10, "fabric_delay_ms": 2},
+                         [{"ranks": 2}], target="soft")
+    info = net.links["h1-s1"]
+    assert (info.intf1, info.intf2) == ("h1-eth0", f"sym{net.id}s1e1")
+    assert net.links["s1-s2"].delay_ms == 2 and net.links["s1-s2"].cls == "fabric"
+    # shaped host end: netem under the htb class; switch ends: root netem
+    assert net.netem_commands("h1-s1", 5, 1, 0.5) == [
+        ("h1", ["qdisc", "replace", "dev", "h1-eth0", "parent", "1:1", "handle", "10:",
+                "netem", "delay", "5ms", "1ms", "loss", "0.5%"]),
+        (None, ["qdisc", "replace", "dev", f"sym{net.id}s1e1", "root", "handle", "10:",
+                "netem", "delay", "5ms", "1ms", "loss", "0.5%"])]
+    assert [c[1][:2] for c in net.netem_commands("s1-s2", 0, 0, 0)] == [["qdisc", "del"]] * 2

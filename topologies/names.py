@@ -24,3 +24,8 @@ def check_ifname(name: str) -> str:
     if len(name) > IFNAMSIZ:
         raise ValueError(f"interface name {name!r} is longer than {IFNAMSIZ} characters")
     return name
+
+
+def switch_ifname(net_id: str, switch: str, port: int) -> str:
+    """Root-namespace name of a Mininet switch port: sym<id><switch>e<port>."""
+    return check_ifname(f"{PREFIX}{net_id}{switch}e{port}")

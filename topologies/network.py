@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from topologies import controlplane as cp
-from topologies.names import PREFIX, new_lab_id
+from topologies.names import PREFIX, new_lab_id, switch_ifname
 from topologies.placement import place_jobs
 from topologies.state import StateFile, kill_netns_processes, kill_pid, start_time
 from topologies.topo import FABRIC_LINK, HOST_LINK, TopoSpec, build
@@ -128,7 +128,17 @@ class TestbedNetwork:
         self.netns_inodes: set[int] = set()
         self._stopped = False
         self._old_sigterm = None
-        self.links: dict[str, LinkInfo] = {}
+        # known before start(): Mininet names a host end <host>-eth<port>, a
+        # switch end gets the prefixed name of topologies.nodes.switch_ifname
+        self.links: dict[str, LinkInfo] = {
+            link.name: LinkInfo(link.node1, link.node2, self._ifname(link.node1, link.port1),
+                                self._ifname(link.node2, link.port2), link.rate_mbit, link.delay_ms, link.cls)
+            for link in self.spec.links}
+
+    def _ifname(self, node: str, port: int) -> str:
+        if self.spec.is_switch(node):
+            return switch_ifname(self.id, node, port)
+        return f"{node}-eth{port}"
 
     # --- life cycle -----------------------------------------------------------
     def __enter__(self) -> "TestbedNetwork":
@@ -183,8 +193,9 @@ class TestbedNetwork:
             self.state.add_pid(node.pid, f"shell {s.name}")
         for link in self.spec.links:
             mn = self.net.addLink(link.node1, link.node2, port1=link.port1, port2=link.port2)
-            self.links[link.name] = LinkInfo(link.node1, link.node2, mn.intf1.name, mn.intf2.name,
-                                             link.rate_mbit, link.delay_ms, link.cls)
+            info = self.links[link.name]
+            if (mn.intf1.name, mn.intf2.name) != (info.intf1, info.intf2):
+                raise NetworkError(f"link {link.name}: Mininet named its ends {mn.intf1.name}, {mn.intf2.name}")
         self.net.build()
         self._configure_links()
         for sw in self.net.switches:
@@ -215,8 +226,9 @@ class TestbedNetwork:
 
     # --- links -------------------------------------------------------------------
     def _configure_links(self) -> None:
-        """Offloads/IPv6 off on the switch side; htb (and netem delay, where
-        it exists) on the host side of host links."""
+        """Offloads/IPv6 off on the switch side; htb at the link rate on the
+        host side of host links (the host's NIC); the link delay as netem on
+        both ends where sch_netem exists, else a warning."""
         from topologies.nodes import tune_root_intf
         want_delay = any(link.delay_ms for link in self.spec.links)
         has_netem = netem_available() if want_delay else False
@@ -224,16 +236,58 @@ class TestbedNetwork:
             self.warnings.append("link delay requested but this kernel has no sch_netem: "
                                  "links run without the delay")
         for name, info in self.links.items():
-            for node, intf in ((info.node1, info.intf1), (info.node2, info.intf2)):
-                if self.spec.is_switch(node):
-                    for problem in tune_root_intf(intf):
-                        self.warnings.append(problem)
-            if info.cls == HOST_LINK:
-                host, intf = (info.node1, info.intf1) if not self.spec.is_switch(info.node1) else (info.node2, info.intf2)
-                self._shape_host(host, intf, info.rate_mbit, info.delay_ms if has_netem else 0.0)
-            elif info.delay_ms and has_netem:
-                for intf in (info.intf1, info.intf2):
-                    self._tc(None, "qdisc", "add", "dev", intf, "root", "netem", "delay", f"{info.delay_ms}ms")
+            for node, intf in self._ends(name):
+                if node is None:
+                    self.warnings.extend(tune_root_intf(intf))
+                elif info.rate_mbit:
+                    self._tc(node, "qdisc", "replace", "dev", intf, "root", "handle", "1:", "htb", "default", "1")
+                    self._tc(node, "class", "replace", "dev", intf, "parent", "1:", "classid", "1:1", "htb",
+                             "rate", f"{info.rate_mbit}mbit", "ceil", f"{info.rate_mbit}mbit")
+            if info.delay_ms and has_netem:
+                self.set_link_netem(name)
+
+    def _ends(self, link: str) -> list[tuple[str | None, str]]:
+        """(host name, or None for the root namespace; interface) of both ends."""
+        info = self.links[link]
+        return [(None if self.spec.is_switch(node) else node, intf)
+                for node, intf in ((info.node1, info.intf1), (info.node2, info.intf2))]
+
+    def netem_commands(self, link: str, delay_ms: float, jitter_ms: float, loss_pct: float
+                       ) -> list[tuple[str | None, list[str]]]:
+        """tc commands that put (or, all zero, take away) a netem on both ends
+        of a link: under the htb class on a shaped host end, as the root
+        qdisc elsewhere (a delay line, not a rate limit, so it hides no
+        congestion from the switch)."""
+        info = self.links[link]
+        clear = not (delay_ms or jitter_ms or loss_pct)
+        params = ["delay", f"{delay_ms}ms"] + ([f"{jitter_ms}ms"] if jitter_ms else [])
+        params += ["loss", f"{loss_pct}%"] if loss_pct else []
+        cmds = []
+        for node, intf in self._ends(link):
+            where = (["parent", "1:1", "handle", "10:"] if node is not None and info.rate_mbit
+                     else ["root", "handle", "10:"])
+            if clear:
+                cmds.append((node, ["qdisc", "del", "dev", intf, *where]))
+            else:
+                cmds.append((node, ["qdisc", "replace", "dev", intf, *where, "netem", *params]))
+        return cmds
+
+    def set_link_netem(self, link: str, delay_ms: float | None = None, jitter_ms: float = 0.0,
+                       loss_pct: float = 0.0) -> None:
+        """Delay (plus jitter) and loss on a link, both directions; None:
+        the link's configured delay.  All zero removes the netem.  Raises
+        NetworkError where the kernel has no sch_netem."""
+        if not netem_available():
+            raise NetworkError("this kernel has no sch_netem: netem jitter cannot run here (use kind 'rate')")
+        delay = self.links[link].delay_ms if delay_ms is None else delay_ms
+        for node, args in self.netem_commands(link, delay, jitter_ms, loss_pct):
+            if args[1] == "del":
+                try:
+                    self._tc(node, *args)
+                except NetworkError:
+                    pass            # no netem there: nothing to remove
+            else:
+                self._tc(node, *args)
 
     def _tc(self, host: str | None, *args: str) -> None:
         cmd = ["tc", *args]
@@ -246,28 +300,24 @@ class TestbedNetwork:
         if code:
             raise NetworkError(f"{' '.join(cmd)} on {host or 'root'}: {out.strip()}")
 
-    def _shape_host(self, host: str, intf: str, rate_mbit: float | None, delay_ms: float) -> None:
-        if rate_mbit:
-            self._tc(host, "qdisc", "replace", "dev", intf, "root", "handle", "1:", "htb", "default", "1")
-            self._tc(host, "class", "replace", "dev", intf, "parent", "1:", "classid", "1:1", "htb",
-                     "rate", f"{rate_mbit}mbit", "ceil", f"{rate_mbit}mbit")
-            if delay_ms:
-                self._tc(host, "qdisc", "add", "dev", intf, "parent", "1:1", "handle", "10:", "netem",
-                         "delay", f"{delay_ms}ms")
-        elif delay_ms:
-            self._tc(host, "qdisc", "replace", "dev", intf, "root", "netem", "delay", f"{delay_ms}ms")
-
     def _check_links(self) -> None:
-        """Each requested link property must show in `tc qdisc show` (Mininet's
+        """Each requested link property must show in tc's output (Mininet's
         TCLink only prints an error when a qdisc is missing)."""
+        has_netem = any(link.delay_ms for link in self.spec.links) and netem_available()
         for name, info in self.links.items():
-            if info.cls != HOST_LINK or not info.rate_mbit:
-                continue
-            host, intf = (info.node1, info.intf1) if not self.spec.is_switch(info.node1) else (info.node2, info.intf2)
-            out, _, _ = self.net[host].pexec("tc", "class", "show", "dev", intf)
-            if "htb" not in out or "rate" not in out:
-                raise NetworkError(f"link {name}: htb rate {info.rate_mbit} Mb/s did not take effect on "
-                                   f"{host}:{intf} ({out.strip() or 'no class'})")
+            for node, intf in self._ends(name):
+                if node is not None and info.rate_mbit:
+                    out = self.net[node].pexec("tc", "class", "show", "dev", intf)[0]
+                    if "htb" not in out or "rate" not in out:
+                        raise NetworkError(f"link {name}: htb rate {info.rate_mbit} Mb/s did not take effect "
+                                           f"on {node}:{intf} ({out.strip() or 'no class'})")
+                if info.delay_ms and has_netem:
+                    cmd = ["tc", "qdisc", "show", "dev", intf]
+                    out = (self.net[node].pexec(*cmd)[0] if node is not None
+                           else subprocess.run(cmd, capture_output=True, text=True).stdout)
+                    if "netem" not in out:
+                        raise NetworkError(f"link {name}: netem delay {info.delay_ms} ms did not take effect "
+                                           f"on {node or 'root'}:{intf}")
 
     def set_link_rate(self, link: str, rate_mbit: float) -> None:
         """Squeeze or restore a link: the switch egress queue(s) of the link

@@ -23,13 +23,9 @@ from pathlib import Path
 from mininet.link import Intf, Link
 from mininet.node import Host, Switch
 
-from topologies.names import PREFIX, check_ifname
+from topologies.names import PREFIX, check_ifname, switch_ifname
 
 TWIN_START_TIMEOUT_S = 10.0
-
-
-def switch_ifname(net_id: str, switch: str, port: int) -> str:
-    return check_ifname(f"{PREFIX}{net_id}{switch}e{port}")
 
 
 def quiet(*args: str) -> subprocess.CompletedProcess:
