@@ -14,8 +14,9 @@ class Recorder:
     """Stands in for SimpleSwitchThriftAPI / TwinClient: records every call;
     reads return zeros of the right size."""
 
-    def __init__(self):
+    def __init__(self, refused=0):
         self.calls = []
+        self.refused = refused      # entries a BMv2 would have refused (p4-utils only prints)
 
     def __getattr__(self, name):
         def call(*args):
@@ -24,6 +25,8 @@ class Recorder:
                 return [0] * pn.REGISTERS[args[0]].size
             if name == "counter_read":
                 return {"packets": 7, "bytes": 7000}
+            if name == "table_num_entries":
+                return sum(1 for c in self.calls if c[0] == "table_add" and c[1] == args[0]) - self.refused
             return None
         return call
 
@@ -169,3 +172,10 @@ def test_installed_plan_routes_marks_and_counts_in_the_twin_pipeline():
     dump = cp.dump_switch(switches[crossed[0]], plans[crossed[0]])
     assert sum(c["packets"] for c in dump["counters"]["sym_marks"].values()) == 1
     assert switches["l1"].queues[1] == {"depth": 64, "pps": cp.rate_to_pps(10)}
+
+
+def test_refused_entries_fail_the_install():
+    topo = build({"kind": "star", "hosts": 2})
+    plans = cp.plan(topo, place_jobs(topo, [{"ranks": 2}]), threshold=1, enabled=True, depth=64)
+    with pytest.raises(RuntimeError, match="table forward holds 1 entries, 2 installed"):
+        cp.install(Recorder(refused=1), plans["s1"], {"kmin": 1, "kmax": 2, "pmax": 0.1}, {})

@@ -183,12 +183,26 @@ def install(client, plan: SwitchPlan, ecn: dict, symphony: dict) -> None:
         ss.install_job(client, slot, [f.flow_id for f in plan.flows if f.job == job], first_step=0)
     ss.install_queue_ecn(client, int(ecn["kmin"]), int(ecn["kmax"]), float(ecn["pmax"]))
     ss.install_sym_ecn(client, int(symphony.get("k_sym", pn.K_SYM_DEFAULT)), float(symphony.get("p_sym", 1.0)))
+    verify_entries(client, plan)
     for q in plan.queues:
         if q.port < 1:
             raise ValueError(f"switch {plan.name}: egress port {q.port} (0 means 'all ports' to Thrift)")
         client.set_queue_depth(q.depth, q.port)
         if q.pps:
             client.set_queue_rate(q.pps, q.port)
+
+
+def verify_entries(client, plan: SwitchPlan) -> None:
+    """p4-utils' Thrift API prints an error and carries on when an entry is
+    refused: count the entries back where the client can."""
+    from topologies import p4names as pn
+    count = getattr(client, "table_num_entries", None)
+    if count is None:
+        return
+    for table, want in ((pn.FORWARD, len(plan.forward)), (pn.SYMPHONY_FLOWS, len(plan.flows))):
+        got = count(table)
+        if got != want:
+            raise RuntimeError(f"switch {plan.name}: table {table} holds {got} entries, {want} installed")
 
 
 def _cell(v) -> dict:
