@@ -24,7 +24,7 @@ import numpy as np
 
 from hosts import dcqcn, ring
 from hosts.events import EventLog
-from hosts.job import JobError, JobSpec, derived_deadlines, load_job
+from hosts.job import JobError, JobSpec, derived_deadlines, first_step_slack, load_job
 from hosts.tcp_transport import TcpTransport
 from hosts.transport import TRANSPORTS, CnpLimiter, FixedRate, TransportTimeout
 from hosts.wire import ring_step
@@ -112,13 +112,15 @@ class Agent:
                 self.log.emit("step_start", iter=it, step=step, k=k, phase=p.phase,
                               send_chunk=p.send_chunk, recv_chunk=p.recv_chunk)
                 self.tr.send(step, rr.send_bytes(k))
-                step_deadline = time.monotonic() + self.step_s
+                started = time.monotonic()
+                step_deadline = started + self.step_s \
+                    + (first_step_slack(spec) if step == 0 else 0.0)
                 deadline = min(step_deadline, run_deadline)
                 try:
                     got = self.tr.wait(step, deadline)
                 except TransportTimeout as e:
                     which = "run" if run_deadline <= step_deadline else "step"
-                    limit = self.run_s if which == "run" else self.step_s
+                    limit = self.run_s if which == "run" else step_deadline - started
                     return self.fail(it, step, which, limit, e.info)
                 rr.apply(k, got)
                 self.log.emit("step_end", iter=it, step=step, k=k, phase=p.phase,

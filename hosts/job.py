@@ -27,6 +27,7 @@ DCQCN_PRESETS = ("emulation", "paper", "off")
 DEADLINE_FACTOR = 10.0
 STEP_SLACK_S = 5.0      # covers peers that start a few seconds apart
 RUN_SLACK_S = 15.0
+START_SLACK_S = 10.0    # extra for the run's first step: every agent must have started
 UNKNOWN_RATE_BPS = 10e6  # link rate assumed for deadlines when the job names none
 
 
@@ -105,6 +106,13 @@ def derived_deadlines(spec: JobSpec) -> tuple[float, float]:
     d = spec.deadlines
     return (d.step_s if d.step_s is not None else step_s,
             d.run_s if d.run_s is not None else run_s)
+
+
+def first_step_slack(spec: JobSpec) -> float:
+    """Extra time the run's first step gets on top of the derived step
+    deadline (agents of a job start one by one); none when [deadlines] step_s
+    is given."""
+    return START_SLACK_S if spec.deadlines.step_s is None else 0.0
 
 
 # --- reading -------------------------------------------------------------------

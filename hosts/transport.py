@@ -32,7 +32,7 @@ import socket
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Protocol
 
 from hosts import wire
 from hosts.wire import (ACK_COMPLETE, DATA, MAGIC, T_ACK, T_CNP, T_DATA, TAG_MASK, VERSION,
@@ -810,4 +810,20 @@ class UdpTransport:
             self.ep.on_ctrl_packet(data, len(data), addr[0], addr[1], now)
 
 
-TRANSPORTS = {"udp": UdpTransport}
+class Transport(Protocol):
+    """What the agent needs from a transport (UDP here; TCP beside it).  The
+    constructor takes the keyword arguments UdpTransport takes (job, rank, ips,
+    data_port, params, recv_len, log, rp, np_, faults); log(kind, step, **f)
+    writes retransmit/cnp/rate events."""
+    name: str
+
+    def open(self) -> None: ...                      # bind; OSError when it cannot
+    def send(self, step: int, payload) -> None: ...  # start sending a step's chunk
+    def wait(self, step: int, deadline: float) -> bytearray: ...  # TransportTimeout
+    def linger(self, idle_s: float, deadline: float) -> None: ...
+    def close(self) -> None: ...
+    @property
+    def counters(self) -> dict: ...                  # written in the `stats` event
+
+
+TRANSPORTS: dict[str, type] = {"udp": UdpTransport}

@@ -237,3 +237,20 @@ def test_peers_starting_at_different_times(lab_factory, tmp_path):
     first = read_log(log_dir, n - 1)
     assert any(e["kind"] == "retransmit" and e["why"] == "timeout" and e["iter"] == 0
                for e in first)
+
+
+def test_wrong_result_exits_1(lab_factory, tmp_path):
+    # rank 1 reads a job file with another seed: its data is not what rank 0
+    # expects, so both sums differ from the references and both ranks say so
+    lab = lab_factory(2)
+    spec, path = make_job(lab, tmp_path, [0, 1], 4 * 1001, iterations=2, seed=3)
+    other = tmp_path / "other"
+    other.mkdir()
+    _, path1 = make_job(lab, other, [0, 1], 4 * 1001, iterations=2, seed=4)
+    log_dir = tmp_path / "agents"
+    log_dir.mkdir()
+    procs = [start_agent(lab, 0, path, 0, log_dir), start_agent(lab, 1, path1, 1, log_dir)]
+    assert wait_all(procs, 60) == [1, 1]
+    for r in range(2):
+        ends = [e for e in read_log(log_dir, r) if e["kind"] == "iter_end"]
+        assert [e["exact"] for e in ends] == [False, False]

@@ -168,3 +168,9 @@ def test_agent_bad_rank_and_foreign_address(tmp_path):
     r = _agent("--job", str(p), "--rank", "0", "--log-dir", str(tmp_path / "a"))
     assert r.returncode == 2, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "cannot bind 192.0.2.1" in r.stderr
+
+
+def test_first_step_slack_only_when_derived():
+    from hosts.job import START_SLACK_S, first_step_slack
+    assert first_step_slack(parse_job(_doc())) == START_SLACK_S
+    assert first_step_slack(parse_job(_doc(deadlines={"step_s": 2.0}))) == 0.0
