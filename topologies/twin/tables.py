@@ -128,7 +128,7 @@ class Table:
             self.handles[handle] = ("lpm", plen, value)
         elif kind == "range":
             if prio is None:
-                raise TwinError(f"table {spec.name}: a range entry needs a priority")
+                prio = 0          # p4-utils' table_add passes prio=0 by default
             (f, _, w), = spec.keys
             lo, sep, hi = str(match_keys[0]).partition("->")
             if not sep:
