@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import needs_root
 from topologies.names import PREFIX
-from topologies.nslab import list_links
+from topologies.nslab import list_links, list_netns
 from topologies.state import STATE_DIR, alive
 
 pytestmark = [needs_root, pytest.mark.mininet]
@@ -41,7 +41,9 @@ CHILD = textwrap.dedent("""
 
 
 def leftovers(net_id: str) -> list[str]:
-    return [name for name in list_links() if name.startswith(f"{PREFIX}{net_id}")]
+    """Prefixed interfaces and named host namespaces of one network."""
+    return ([name for name in list_links() if name.startswith(f"{PREFIX}{net_id}")]
+            + [ns for ns in list_netns() if ns.startswith(f"{PREFIX}-{net_id}-")])
 
 
 def start_child(tmp_path):
@@ -54,6 +56,7 @@ def start_child(tmp_path):
     _, net_id, state_path, sleeper = line
     state = json.loads(Path(state_path).read_text())
     assert leftovers(net_id), "the network should have prefixed interfaces while it runs"
+    assert {f"{PREFIX}-{net_id}-h1", f"{PREFIX}-{net_id}-h2"} <= set(list_netns())
     assert alive(int(sleeper), None)
     return proc, net_id, Path(state_path), state, int(sleeper)
 

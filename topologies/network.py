@@ -135,6 +135,10 @@ class TestbedNetwork:
                                 self._ifname(link.node2, link.port2), link.rate_mbit, link.delay_ms, link.cls)
             for link in self.spec.links}
 
+    def netns_name(self, host: str) -> str:
+        """`ip netns` name of a host's namespace (`ip netns exec` works on it)."""
+        return f"{PREFIX}-{self.id}-{host}"
+
     def _ifname(self, node: str, port: int) -> str:
         if self.spec.is_switch(node):
             return switch_ifname(self.id, node, port)
@@ -188,6 +192,13 @@ class TestbedNetwork:
             self.state.add_pid(node.pid, f"shell {h.name}")
             self.state.add_netns(node.pid, h.name)
             self.netns_inodes.add(os.stat(f"/proc/{node.pid}/ns/net").st_ino)
+            # a name for Mininet's anonymous namespace: `ip netns` shows it with
+            # the project prefix, and the name pins its inode, so cleanup after
+            # a crash can never mistake another namespace for it
+            r = subprocess.run(["ip", "netns", "attach", self.netns_name(h.name), str(node.pid)],
+                               capture_output=True, text=True)
+            if r.returncode:
+                raise NetworkError(f"ip netns attach {self.netns_name(h.name)}: {r.stderr.strip()}")
         for s in self.spec.switches:
             node = self.net.addSwitch(s.name, **self._switch_params(s))
             self.state.add_pid(node.pid, f"shell {s.name}")

@@ -151,15 +151,26 @@ def owner_alive(data: dict) -> bool:
 def clean_state(path: Path, data: dict) -> list[str]:
     """Remove what one state file records: pids, processes in its host
     namespaces, its prefixed interfaces; then the file.  Returns what it did."""
-    from topologies.nslab import list_links, sh   # late: keeps this module light
+    from topologies.names import PREFIX
+    from topologies.nslab import list_links, list_netns, sh   # late: keeps this module light
     done = []
     for entry in data.get("pids", []):
         if kill_pid(entry["pid"], entry.get("start")):
             done.append(f"pid {entry['pid']} ({entry.get('what', '?')})")
-    inodes = {e["inode"] for e in data.get("netns", [])}
-    n = kill_netns_processes(inodes)
-    if n:
-        done.append(f"{n} process(es) in host namespaces")
+    # the hosts' namespaces by name (sym-<id>-<host>): a name pins the
+    # namespace, so it is ours for sure (a bare inode number could have been
+    # reused by another namespace since the crash)
+    net_id = data.get("id")
+    if net_id:
+        for ns in list_netns():
+            if ns.startswith(f"{PREFIX}-{net_id}-"):
+                for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except (ProcessLookupError, ValueError):
+                        pass
+                sh("ip", "netns", "del", ns, check=False)
+                done.append(f"netns {ns}")
     prefix = data.get("prefix")
     if prefix and len(prefix) > 3:          # never the bare project prefix
         for link in list_links():
