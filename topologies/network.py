@@ -333,6 +333,10 @@ class TestbedNetwork:
     def set_link_rate(self, link: str, rate_mbit: float) -> None:
         """Squeeze or restore a link: the switch egress queue(s) of the link
         drain at the new rate; the host side (its NIC) is re-shaped."""
+        if not isinstance(rate_mbit, (int, float)) or isinstance(rate_mbit, bool) or rate_mbit <= 0:
+            raise ValueError(f"set_link_rate: rate must be a positive number of Mb/s, got {rate_mbit!r}")
+        if link not in self.links:
+            raise KeyError(f"no link {link!r} (links: {', '.join(self.links)})")
         info = self.links[link]
         spec = self.spec.link(link)
         for node, port in ((spec.node1, spec.port1), (spec.node2, spec.port2)):
@@ -342,7 +346,9 @@ class TestbedNetwork:
                     client.set_queue_rate(cp.rate_to_pps(rate_mbit), port)
             else:
                 intf = info.intf1 if node == info.node1 else info.intf2
-                self._tc(node, "class", "change", "dev", intf, "parent", "1:", "classid", "1:1", "htb",
+                if not info.rate_mbit:      # an unshaped host end gets its htb now
+                    self._tc(node, "qdisc", "replace", "dev", intf, "root", "handle", "1:", "htb", "default", "1")
+                self._tc(node, "class", "replace", "dev", intf, "parent", "1:", "classid", "1:1", "htb",
                          "rate", f"{rate_mbit}mbit", "ceil", f"{rate_mbit}mbit")
         self.links[link] = LinkInfo(info.node1, info.node2, info.intf1, info.intf2, rate_mbit,
                                     info.delay_ms, info.cls)
