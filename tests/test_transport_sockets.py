@@ -2,6 +2,7 @@
 the source port, ECT(0) on data packets read back with IP_RECVTOS, and two
 transports completing steps against each other."""
 
+import random
 import socket
 import threading
 import time
@@ -9,7 +10,9 @@ import time
 from hosts import wire
 from hosts.transport import FaultParams, UdpParams, UdpTransport
 
-IPS = ["127.0.0.41", "127.0.0.42"]
+# a random corner of 127/8, so two test runs at once do not share ports
+_NET = f"127.{random.randint(1, 254)}.{random.randint(0, 255)}"
+IPS = [f"{_NET}.1", f"{_NET}.2"]
 
 
 def _transport(rank, port, size, log, faults=None):
