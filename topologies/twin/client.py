@@ -117,6 +117,9 @@ class TwinClient:
     def set_queue_rate(self, rate, egress_port=None, priority=None):
         return self._call("set_queue_rate", None if rate is None else float(rate), egress_port)
 
+    def reset_state(self):
+        return self._call("reset_state")
+
     # --- twin extras -------------------------------------------------------------
     def ping(self) -> str:
         return self._call("ping")

@@ -1,7 +1,8 @@
 """Run the conformance vectors of p4/tests/ against a target.
 
-One runner, two targets:
+One runner, three targets:
 - TwinTarget: the twin's pure pipeline (always available);
+- TwinProcessTarget: the twin process on veths, same wire path as BMv2 (root);
 - Bmv2Target: simple_switch running build/bmv2/symphony.json, packets sent
   and received on veth pairs through AF_PACKET sockets, control through
   p4-utils' SimpleSwitchThriftAPI; a packet's queue condition is made real by
@@ -201,11 +202,12 @@ ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 
 
-class Bmv2Target:
-    """simple_switch on veth pairs sym<id>s<p> (switch) / sym<id>t<p> (tester)."""
+class WireTarget:
+    """A switch process on veth pairs sym<id>s<p> (switch side) / sym<id>t<p>
+    (tester side): packets go in and come out through AF_PACKET sockets, as
+    on a real wire.  Subclasses start the switch and set self.client."""
 
-    def __init__(self, ports=(1, 2, 3, 4), thrift_port: int = 9190, wait_s: float = 0.3):
-        from p4utils.utils.sswitch_thrift_API import SimpleSwitchThriftAPI
+    def __init__(self, ports=(1, 2, 3, 4), wait_s: float = 0.25):
         from topologies.names import PREFIX, check_ifname, new_lab_id
 
         self.ports = list(ports)
@@ -213,38 +215,30 @@ class Bmv2Target:
         self.id = new_lab_id()
         self.prefix = f"{PREFIX}{self.id}"
         self.proc = None
+        self.client = None
         self.socks: dict[int, socket.socket] = {}
         try:
-            if not BMV2_JSON.exists():
-                subprocess.run(["make", "p4"], cwd=ROOT, check=True)
             for p in self.ports:
-                sw, tester = check_ifname(f"{self.prefix}s{p}"), check_ifname(f"{self.prefix}t{p}")
+                sw, tester = check_ifname(self.switch_if(p)), check_ifname(f"{self.prefix}t{p}")
                 _sh("ip", "link", "add", sw, "type", "veth", "peer", "name", tester)
                 for dev in (sw, tester):
                     _sh("sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1")
+                    _sh("ethtool", "-K", dev, "tx", "off", "gro", "off", "gso", "off", "tso", "off", check=False)
                     _sh("ip", "link", "set", dev, "up")
-                    _sh("ethtool", "-K", dev, "gro", "off", "gso", "off", "tso", "off", check=False)
                 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
                 s.bind((tester, ETH_P_ALL))
                 s.setblocking(False)
                 self.socks[p] = s
-            args = ["simple_switch", "--thrift-port", str(thrift_port), "--device-id", "0"]
-            for p in self.ports:
-                args += ["-i", f"{p}@{self.prefix}s{p}"]
-            self.proc = subprocess.Popen(args + [str(BMV2_JSON)], stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL, start_new_session=True)
-            deadline = time.time() + 10
-            while True:
-                try:
-                    self.client = SimpleSwitchThriftAPI(thrift_port, json_path=str(BMV2_JSON))
-                    break
-                except Exception:
-                    if time.time() > deadline or self.proc.poll() is not None:
-                        raise RuntimeError("simple_switch did not answer on its Thrift port")
-                    time.sleep(0.2)
+            self.start()
         except BaseException:
             self.close()
             raise
+
+    def switch_if(self, port: int) -> str:
+        return f"{self.prefix}s{port}"
+
+    def start(self) -> None:
+        raise NotImplementedError
 
     def reset(self) -> None:
         self.client.reset_state()
@@ -252,8 +246,6 @@ class Bmv2Target:
             # fillers to 198.18.0.<p> leave on port p; not ECT, untagged
             self.client.table_add("forward", "ipv4_forward", [f"{FILLER_NET.format(port=p)}/32"],
                                   ["02:00:00:00:ff:00", str(p)])
-            self.client.set_queue_rate(1_000_000, p)
-            self.client.set_queue_depth(64, p)
 
     def _drain(self) -> list[tuple[int, bytes]]:
         out = []
@@ -276,25 +268,26 @@ class Bmv2Target:
             return SKIPPED              # the kernel refuses frames shorter than an Ethernet header
         self._drain()
         egress = expect.get("port")
-        if qdepth and egress:
-            # hold the egress queue (1 packet/s: the first filler leaves at once)
-            # and put qdepth fillers in front of the packet
+        held = bool(qdepth and egress)
+        if held:
+            # hold the egress queue (1 packet/s: the first filler leaves at
+            # once) and put qdepth fillers in front of the packet
             self.client.set_queue_rate(1, egress)
             filler = packets.build("198.18.0.254", FILLER_NET.format(port=egress), sport=1, dport=9,
                                    ecn=0, frame_len=64)
             for _ in range(qdepth + 1):
                 self.socks[port].send(filler)
-            time.sleep(0.05)
+            time.sleep(0.02)
         self.socks[port].send(frame)
-        time.sleep(0.05)
-        if qdepth and egress:
+        if held:
+            time.sleep(0.02)
             self.client.set_queue_rate(1_000_000, egress)
-        deadline = time.time() + self.wait_s
-        while time.time() < deadline:
+        deadline = time.monotonic() + self.wait_s
+        while time.monotonic() < deadline:
             for p, data in self._drain():
                 if not self._is_filler(data):
                     return p, data
-            time.sleep(0.01)
+            time.sleep(0.002)
         return None
 
     def register_read(self, name: str, index: int) -> int:
@@ -306,6 +299,12 @@ class Bmv2Target:
     def close(self) -> None:
         for s in self.socks.values():
             s.close()
+        self.socks = {}
+        if self.client is not None and hasattr(self.client, "close"):
+            try:
+                self.client.close()
+            except Exception:
+                pass
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -314,7 +313,66 @@ class Bmv2Target:
                 self.proc.kill()
                 self.proc.wait()
         for p in self.ports:
-            _sh("ip", "link", "del", f"{self.prefix}s{p}", check=False)
+            _sh("ip", "link", "del", self.switch_if(p), check=False)
+
+
+class Bmv2Target(WireTarget):
+    """simple_switch running build/bmv2/symphony.json, Thrift control through
+    p4-utils' SimpleSwitchThriftAPI."""
+
+    def __init__(self, ports=(1, 2, 3, 4), thrift_port: int = 9190, wait_s: float = 0.3):
+        self.thrift_port = thrift_port
+        super().__init__(ports, wait_s)
+
+    def start(self) -> None:
+        from p4utils.utils.sswitch_thrift_API import SimpleSwitchThriftAPI
+
+        if not BMV2_JSON.exists():
+            subprocess.run(["make", "p4"], cwd=ROOT, check=True)
+        args = ["simple_switch", "--thrift-port", str(self.thrift_port), "--device-id", "0"]
+        for p in self.ports:
+            args += ["-i", f"{p}@{self.switch_if(p)}"]
+        self.proc = subprocess.Popen(args + [str(BMV2_JSON)], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self.client = SimpleSwitchThriftAPI(self.thrift_port, json_path=str(BMV2_JSON))
+                return
+            except Exception:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("simple_switch did not answer on its Thrift port") from None
+                time.sleep(0.2)
+
+    def reset(self) -> None:
+        super().reset()
+        for p in self.ports:
+            self.client.set_queue_rate(1_000_000, p)
+            self.client.set_queue_depth(64, p)
+
+
+class TwinProcessTarget(WireTarget):
+    """The twin as a process (python3 -m topologies.twin) on veths, driven
+    through TwinClient: the same wire path the BMv2 target uses."""
+
+    def start(self) -> None:
+        import sys
+        import tempfile
+
+        from topologies.twin.client import TwinClient
+
+        self.tmp = tempfile.mkdtemp(prefix="symconf")
+        sock = os.path.join(self.tmp, "twin.sock")
+        args = [sys.executable, "-m", "topologies.twin", "--name", "conformance", "--control", sock]
+        for p in self.ports:
+            args += ["--port", f"{p}={self.switch_if(p)}"]
+        self.proc = subprocess.Popen(args, cwd=ROOT, start_new_session=True)
+        self.client = TwinClient.wait(sock, timeout=10, proc=self.proc)
+
+    def close(self) -> None:
+        super().close()
+        if getattr(self, "tmp", None):
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def _sh(*args: str, check: bool = True) -> None:

@@ -14,8 +14,7 @@ class EgressQueue:
     def __init__(self, depth: int = DEFAULT_DEPTH, pps: float | None = None):
         self.q: deque[bytes] = deque()
         self.set_depth(depth)
-        self.set_rate(pps)
-        self.next_time = 0.0          # when the head may leave
+        self.set_rate(pps)            # also sets next_time: when the head may leave
         self.enqueued = 0
         self.dropped = 0
 
@@ -32,6 +31,7 @@ class EgressQueue:
                 raise ValueError(f"queue rate must be > 0 packets/s (or None: unlimited), got {pps}")
         self.pps = pps
         self.gap = 0.0 if pps is None else 1.0 / pps
+        self.next_time = 0.0      # a new rate restarts the pacing clock
 
     def __len__(self) -> int:
         return len(self.q)

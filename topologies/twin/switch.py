@@ -77,6 +77,8 @@ class TwinSwitch:
     def __init__(self, name: str, ports: dict[int, str], control_path: str,
                  queue_depth: int = DEFAULT_DEPTH, seed: int = 0, offloads_off: bool = True):
         self.name = name
+        self.seed = seed
+        self.queue_depth = queue_depth
         self.pipeline = Pipeline(seed)
         self.control_path = control_path
         self.ports = dict(ports)
@@ -151,6 +153,12 @@ class TwinSwitch:
     def set_queue_rate(self, pps: float | None, egress_port: int | None = None, priority=None) -> None:
         for q in self._queues_for(egress_port):
             q.set_rate(pps)
+
+    def reset_state(self) -> None:
+        """As BMv2's reset_state: tables, registers and counters back to the
+        program's start; queues emptied, unlimited, at the start-up depth."""
+        self.pipeline = Pipeline(self.seed)
+        self.queues = {p: EgressQueue(self.queue_depth) for p in self.ports}
 
     def _queues_for(self, egress_port) -> list[EgressQueue]:
         # SimpleSwitchThriftAPI's convention: no port (or port 0) means every port
@@ -338,6 +346,7 @@ CONTROL_METHODS = {
     **{m: _pipeline_method(m) for m in ("table_add", "table_set_default", "table_clear", "table_reset_default",
                                         "register_read", "register_write", "register_reset", "counter_read",
                                         "counter_reset")},
+    "reset_state": TwinSwitch.reset_state,
     "set_queue_depth": TwinSwitch.set_queue_depth,
     "set_queue_rate": TwinSwitch.set_queue_rate,
     "stats": TwinSwitch.port_stats,
