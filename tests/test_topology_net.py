@@ -189,6 +189,8 @@ def test_ecn_marks_past_kmax_and_counters_read_back(net, tmp_path):
     assert flows_by_switch(net.spec, net.job_dicts)
 
 
-def test_warnings_and_links(net):
+def test_names_and_no_warnings(net):
+    # every switch end in the root namespace carries the prefix and the id;
+    # ethtool/sysctl on them worked (their problems would be warnings)
     assert all(info.intf2.startswith(f"{PREFIX}{net.id}") for info in net.links.values())
-    assert isinstance(net.warnings, list)
+    assert net.warnings == []
