@@ -61,6 +61,13 @@ def start_child(tmp_path):
     return proc, net_id, Path(state_path), state, int(sleeper)
 
 
+def clean_net(net_id):
+    """`make clean-net`'s module, limited to this test's network: its sweep of
+    every other prefixed name would also take concurrent test labs."""
+    return subprocess.run([sys.executable, "-m", "topologies.cleanup", "--id", net_id], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+
+
 def assert_nothing_left(net_id, state_path, state, sleeper):
     deadline = time.monotonic() + 5
     def running():
@@ -88,8 +95,7 @@ def test_clean_net_removes_what_a_killed_run_left(tmp_path):
     proc.kill()            # no teardown at all: the state file is all that is left
     proc.wait(timeout=10)
     assert state_path.exists() and leftovers(net_id)
-    out = subprocess.run([sys.executable, "-m", "topologies.cleanup"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=60)
+    out = clean_net(net_id)
     assert out.returncode == 0, out.stderr
     assert_nothing_left(net_id, state_path, state, sleeper)
 
@@ -104,3 +110,17 @@ def test_exception_inside_with_tears_down(tmp_path):
             raise RuntimeError("boom")
     assert_nothing_left(net.id, net.state.path, state, sleeper)
     assert not list(STATE_DIR.glob(f"{net.id}*"))
+
+
+def test_clean_net_leaves_a_live_network_alone(tmp_path):
+    proc, net_id, state_path, state, sleeper = start_child(tmp_path)
+    try:
+        out = clean_net(net_id)
+        assert out.returncode == 0, out.stderr
+        assert f"network {net_id} still runs" in out.stdout
+        assert state_path.exists() and alive(sleeper, None)
+        assert {f"{PREFIX}-{net_id}-h1", f"{PREFIX}{net_id}s1e1"} <= set(leftovers(net_id))
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    assert_nothing_left(net_id, state_path, state, sleeper)

@@ -24,6 +24,8 @@ from topologies.state import clean_state, owner_alive, read_states
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m topologies.cleanup", description=__doc__.split("\n")[0])
     ap.add_argument("--force", action="store_true", help="also remove networks whose owner still runs")
+    ap.add_argument("--id", action="append", metavar="ID",
+                    help="only the network(s) with this id (from their state files); no prefix sweep")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("clean-net: needs root (run: sudo make clean-net)", file=sys.stderr)
@@ -31,15 +33,20 @@ def main(argv: list[str] | None = None) -> int:
     removed: list[str] = []
     live_prefixes = []
     for path, data in read_states():
+        if args.id and data.get("id", path.stem) not in args.id:
+            continue
         if data and owner_alive(data) and not args.force:
-            live_prefixes.append(data.get("prefix", ""))
+            live_prefixes += [data.get("prefix", ""), f"{PREFIX}-{data.get('id')}-"]
             print(f"clean-net: network {data.get('id')} still runs (pid {data.get('owner')}); left alone")
             continue
         done = clean_state(path, data)
         removed += done
         print(f"clean-net: state {path.name}: {len(done)} removed" + (": " + ", ".join(done) if done else ""))
+    if args.id:
+        print(f"clean-net: removed {len(removed)} item(s)")
+        return 0
     for ns in list_netns():
-        if ns.startswith(PREFIX):
+        if ns.startswith(PREFIX) and not any(p and ns.startswith(p) for p in live_prefixes):
             for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
                 try:
                     os.kill(int(pid), 9)
