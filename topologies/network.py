@@ -231,6 +231,8 @@ class TestbedNetwork:
         params = {"net_id": self.id, "run_dir": str(self.run_dir), "queue_depth": self.depth}
         if self.target == "bmv2":
             json_path = self.json_path or str(Path(__file__).resolve().parent.parent / "build/bmv2/symphony.json")
+            if not Path(json_path).is_file():
+                raise NetworkError(f"{json_path} is missing: build it with `make p4`")
             params.update(device_id=s.device_id, thrift_port=free_tcp_port(self.thrift_base + s.device_id),
                           json_path=json_path)
         return params
