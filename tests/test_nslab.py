@@ -23,3 +23,12 @@ def test_cleanup_after_a_failing_body(lab_factory):
     except RuntimeError:
         lab.close()
     assert not set(made) & set(list_netns())
+
+
+def test_clean_net_leaves_a_live_lab_alone(lab_factory):
+    from topologies import cleanup
+    lab = lab_factory(2)
+    assert cleanup.main([]) == 0
+    assert {h.netns for h in lab.hosts} <= set(list_netns())
+    r = lab.exec(0, "ping", "-c", "1", "-W", "2", lab.hosts[1].ip, check=False)
+    assert r.returncode == 0

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from hosts.wire import TAG_PORT_BASE
 from topologies.names import PREFIX, check_ifname, new_lab_id
+from topologies.state import StateFile
 
 SUBNET = "10.77.{lab}.{host}"
 
@@ -44,6 +45,9 @@ class Lab:
         self.rate_mbit = rate_mbit
         self.hosts: list[LabHost] = []
         third = int(self.id, 16) % 250 + 1
+        # a state file like a network's: `make clean-net` leaves a live lab
+        # alone and, after a crash, removes it by pid and by its names
+        self.state = StateFile(self.id, f"{PREFIX}{self.id}")
         try:
             if self.bridge:
                 sh("ip", "link", "add", self.bridge, "type", "bridge")
@@ -104,6 +108,7 @@ class Lab:
         proc = subprocess.Popen(["ip", "netns", "exec", self.hosts[i].netns, *args],
                                 start_new_session=True, **kw)
         self.hosts[i].procs.append(proc)
+        self.state.add_pid(proc.pid, f"lab host h{i}")
         return proc
 
     def close(self) -> None:
@@ -117,6 +122,7 @@ class Lab:
                     proc.wait()
         remove_by_prefix(f"{PREFIX}-{self.id}-", f"{PREFIX}{self.id}")
         self.hosts = []
+        self.state.remove()
 
     def __enter__(self) -> "Lab":
         return self
