@@ -47,6 +47,8 @@ CONNECT_RETRY_S = 0.05
 DRAIN_POLL_S = 0.001     # how often to look at the output queue at a step's end
 RECV_CHUNK = 1 << 18
 TCP_INFO_OPTIONS = 5     # offset of tcpi_options in struct tcp_info
+TCP_INFO_RTT = 68        # tcpi_rtt (us), then rttvar, snd_ssthresh, snd_cwnd
+TCP_INFO_SND_CWND = 80
 TCP_INFO_TOTAL_RETRANS = 100
 TCPI_OPT_ECN = 8         # ECN was negotiated at connection set-up
 TCPI_OPT_ECN_SEEN = 16   # at least one ECT packet arrived
@@ -124,7 +126,9 @@ def tcp_info(s: socket.socket) -> dict[str, int]:
     opts = raw[TCP_INFO_OPTIONS]
     return {"ecn_negotiated": int(bool(opts & TCPI_OPT_ECN)),
             "ecn_seen": int(bool(opts & TCPI_OPT_ECN_SEEN)),
-            "total_retrans": struct.unpack_from("I", raw, TCP_INFO_TOTAL_RETRANS)[0]}
+            "total_retrans": struct.unpack_from("I", raw, TCP_INFO_TOTAL_RETRANS)[0],
+            "rtt_us": struct.unpack_from("I", raw, TCP_INFO_RTT)[0],
+            "snd_cwnd": struct.unpack_from("I", raw, TCP_INFO_SND_CWND)[0]}
 
 
 def read_ecn_sysctl() -> Optional[int]:

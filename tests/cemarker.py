@@ -6,8 +6,9 @@ marking is on, it sets CE on a given fraction of the ECN-capable IPv4
 packets that match a filter and fixes the IPv4 header checksum (the TOS byte
 is not in the UDP/TCP pseudo-header, so L4 checksums stay valid).  It counts
 packets per flow, bins their bytes in time (the rate a sender really sent),
-and records the DSCP values TCP data segments carried, in order, so tests can
-read the step tags off the wire.
+records the DSCP values TCP data segments carried, in order, so tests can
+read the step tags off the wire, and counts TCP's ECE and CWR flags (the
+kernel's reaction to the marks).
 
     with MarkerLab(3) as lab:          # as root
         lab.popen(0, [...])            # a process in host 0's namespace
@@ -51,6 +52,8 @@ ETH_P_IP = 0x0800
 PACKET_OUTGOING = 4
 ECN_MASK = 0b11
 ECN_CE = 0b11
+TCP_ECE = 0x40
+TCP_CWR = 0x80
 
 
 # --- pure packet handling -------------------------------------------------------
@@ -79,16 +82,18 @@ def parse(frame: bytes) -> dict | None:
     dst = socket.inet_ntoa(frame[30:34])
     l4 = 14 + ihl
     sport = dport = None
+    tcp_flags = 0
     payload = max(0, total_len - ihl)
     if proto in (6, 17) and len(frame) >= l4 + 4:
         sport, dport = struct.unpack_from("!HH", frame, l4)
         if proto == 17:
             payload -= 8
-        elif len(frame) >= l4 + 13:
+        elif len(frame) >= l4 + 14:
             payload -= (frame[l4 + 12] >> 4) * 4
+            tcp_flags = frame[l4 + 13]
     return {"src": src, "dst": dst, "proto": proto, "sport": sport, "dport": dport,
             "tos": tos, "dscp": tos >> 2, "ecn": tos & ECN_MASK, "ihl": ihl,
-            "length": total_len, "payload": max(0, payload)}
+            "length": total_len, "payload": max(0, payload), "tcp_flags": tcp_flags}
 
 
 def set_ce(frame: bytes, ihl: int = 20) -> bytes:
@@ -130,11 +135,16 @@ class Marker:
         fl = self.flows.get(key)
         if fl is None:
             fl = self.flows[key] = {"pkts": 0, "bytes": 0, "ect": 0, "ce_in": 0, "marked": 0,
-                                    "dscp_seq": [], "bins": {}}
+                                    "ece": 0, "cwr": 0, "dscp_seq": [], "bins": {}}
         fl["pkts"] += 1
         fl["bytes"] += info["length"]
         b = str(now_ns // self.bin_ns)
         fl["bins"][b] = fl["bins"].get(b, 0) + info["length"]
+        if info["proto"] == 6:
+            # the TCP senders' reaction to marks: ECE on the receiver's ACKs,
+            # CWR on the sender's next segment
+            fl["ece"] += bool(info["tcp_flags"] & TCP_ECE)
+            fl["cwr"] += bool(info["tcp_flags"] & TCP_CWR)
         if info["proto"] == 6 and info["payload"] > 0:
             seq = fl["dscp_seq"]
             if not seq or seq[-1] != info["dscp"]:

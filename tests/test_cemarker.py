@@ -59,6 +59,12 @@ def test_marker_records_tcp_dscp_sequence_of_data_segments():
     m.handle(frame(tos=9 << 2, proto="tcp", payload=b""), 0)    # pure ACK: not data
     (flow,) = m.stats()["flows"].values()
     assert flow["dscp_seq"] == [0, 1, 2, 0]
+    m.handle(bytes(Ether() / IP(src="10.0.0.2", dst="10.0.0.1") / TCP(dport=40000, flags="AE")), 0)
+    seg = frame(proto="tcp")
+    m.handle(seg[:47] + bytes([0x90]) + seg[48:], 0)      # TCP flags byte at 14 + 20 + 13: CWR|ACK
+    flows = m.stats()["flows"]
+    assert flows["10.0.0.2>10.0.0.1/6/40000"]["ece"] == 1
+    assert flows["10.0.0.1>10.0.0.2/6/5000"]["cwr"] == 1 and flows["10.0.0.1>10.0.0.2/6/5000"]["ece"] == 0
 
 
 RECEIVER = r"""

@@ -102,6 +102,10 @@ def test_allreduce_over_tcp_is_exact_and_dscp_carries_the_step(tmp_path):
         assert flow["dscp_seq"] == [tag_dscp(s) for s in range(steps)], flow["dscp_seq"]
         assert flow["ect"] > 0            # ECN negotiated: data segments are ECT
         assert flow["marked"] > 0         # and the marker's CE reached them
+        # the kernels reacted: the receiver echoed ECE, the sender answered CWR
+        acks = [f for k, f in stats["flows"].items()
+                if k.startswith(f"{ips[(r + 1) % n]}>{ips[r]}/6/")]
+        assert sum(f["ece"] for f in acks) > 0 and flow["cwr"] > 0
         counters = [e for e in logs[r] if e["kind"] == "stats"][-1]["counters"]
         assert counters["ecn_sysctl"] == 1 and counters["ecn_negotiated"] == 1
         assert counters["tos_changes"] == steps - 1
