@@ -45,7 +45,17 @@ if str(REPO) not in sys.path:
 
 from hosts.wire import TAG_PORT_BASE  # noqa: E402
 from topologies.names import PREFIX, check_ifname, new_lab_id  # noqa: E402
-from topologies.nslab import remove_by_prefix, sh  # noqa: E402
+from topologies.nslab import remove_by_prefix  # noqa: E402
+from topologies.nslab import sh as _sh  # noqa: E402
+
+
+def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """nslab.sh, with the command's own error in the exception (set-up can
+    fail when something else removes a namespace under our feet)."""
+    try:
+        return _sh(*args, check=check)
+    except subprocess.CalledProcessError as e:
+        raise RuntimeError(f"cemarker: {' '.join(args)}: {(e.stderr or '').strip()}") from None
 
 ETH_P_ALL = 0x0003
 ETH_P_IP = 0x0800
