@@ -164,11 +164,14 @@ def _run_line(res: RN.RunResult) -> str:
 def _finish_point(runner: RN.Runner, exp_dir: Path, stamp: str, args, signals: RN.Signals, say):
     results = runner.results
     analysed = []
-    try:
-        analysed = RN.analyse(results)
-    except Exception as exc:  # noqa: BLE001 - the summary must still be written
-        say(f"analysis of the runs failed: {type(exc).__name__}: {exc}")
-        analysed = [None] * len(results)
+    if signals.hurry:
+        analysed = [None] * len(results)      # second Ctrl-C: the run list only, no analysis
+    else:
+        try:
+            analysed = RN.analyse(results)
+        except Exception as exc:  # noqa: BLE001 - the summary must still be written
+            say(f"analysis of the runs failed: {type(exc).__name__}: {exc}")
+            analysed = [None] * len(results)
     if analysed and all(a is not None for a in analysed):
         summ = RN.summary(runner.cfg, results, analysed, signals.interrupted)
     else:

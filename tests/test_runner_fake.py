@@ -262,3 +262,42 @@ def test_cli_bad_config_exits_2_with_one_line(tmp_path):
     bad.write_text('[topology]\nkind = "star"\nhosts = "four"\n')
     r = subprocess.run([sys.executable, "-m", "experiments", "run", str(bad)], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.strip().startswith("config error: topology.hosts: expected an integer")
+
+
+def test_sweep_through_the_cli_loop(tmp_path, monkeypatch, capsys):
+    """--sweep: every point in its own directory, a sweep table at the end."""
+    import argparse
+
+    from experiments import cli
+
+    raw = {
+        "name": "sw", "seed": 2, "repeats": 1,
+        "topology": {"kind": "star", "hosts": 4, "host_rate_mbit": 10},
+        "jobs": [{"ranks": 4, "message_bytes": 4000, "iterations": 1}],
+        "jitter": [{"kind": "rate", "rank": 1, "start_s": 0.0, "duration_s": 0.1, "fraction": 0.5}],
+        "sweep": {"jitter.0.fraction": [0.25, 0.5], "symphony.threshold": [0, 2]},
+    }
+    points = C.sweep_points(raw)
+    FakeNet.instances = []
+    monkeypatch.setattr(RN.Runner, "_network",
+                        lambda self, plan, run_dir: FakeNet(plan=plan, run_dir=run_dir, target=self.target))
+    monkeypatch.setattr(RN.Runner, "_netem", lambda self: False)
+    args = argparse.Namespace(out=tmp_path, fail_fast=False, no_report=True, target="soft")
+    code = cli.run_points(args, points)
+    assert code == 0
+    assert sorted(p.name for p in (tmp_path / "sw").iterdir() if p.is_dir()) == [
+        "fraction0.25_threshold0", "fraction0.25_threshold2", "fraction0.5_threshold0", "fraction0.5_threshold2"]
+    for point in ("fraction0.25_threshold0", "fraction0.5_threshold2"):
+        runs = [p for p in (tmp_path / "sw" / point).iterdir() if p.is_dir()]
+        assert len(runs) == 2
+        s = json.loads((tmp_path / "sw" / point / "summary.json").read_text())
+        assert s["sweep_point"]["symphony.threshold"] in (0, 2)
+    (table,) = list((tmp_path / "sw").glob("*-sweep.json"))
+    rows = json.loads(table.read_text())["points"]
+    assert len(rows) == 4 and all(isinstance(r["cct_change_pct"], float) for r in rows)
+    # the swept value reached the run: the jitter schedule of that point
+    sched = [json.loads(x) for x in next((tmp_path / "sw" / "fraction0.25_threshold0").glob("*baseline*"))
+             .joinpath("jitter.jsonl").read_text().splitlines()]
+    assert sched[0]["params"]["fraction"] == 0.25
+    assert "change" in capsys.readouterr().out
+    assert sorted({n.plan.symphony["threshold"] for n in FakeNet.instances}) == [0, 2]
