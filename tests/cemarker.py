@@ -43,7 +43,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from hosts.wire import TAG_PORT_BASE  # noqa: E402
+from hosts.wire import ECN_CE, TAG_PORT_BASE  # noqa: E402
+from topologies.twin.switch import ETH_P_ALL, PACKET_OUTGOING  # noqa: E402
 from topologies.names import PREFIX, check_ifname, new_lab_id  # noqa: E402
 from topologies.nslab import remove_by_prefix  # noqa: E402
 from topologies.nslab import sh as _sh  # noqa: E402
@@ -57,11 +58,8 @@ def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     except subprocess.CalledProcessError as e:
         raise RuntimeError(f"cemarker: {' '.join(args)}: {(e.stderr or '').strip()}") from None
 
-ETH_P_ALL = 0x0003
 ETH_P_IP = 0x0800
-PACKET_OUTGOING = 4
 ECN_MASK = 0b11
-ECN_CE = 0b11
 TCP_ECE = 0x40
 TCP_CWR = 0x80
 

@@ -28,6 +28,7 @@ from hosts.wire import tag_port
 from topologies import symphony_state
 from topologies.twin import packets
 from topologies.twin.pipeline import Pipeline
+from topologies.twin.switch import ETH_P_ALL, PACKET_OUTGOING
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTOR_DIR = ROOT / "p4" / "tests"
@@ -198,8 +199,6 @@ def bmv2_missing() -> str | None:
 
 
 FILLER_NET = "198.18.0.{port}"       # benchmark range (RFC 2544), never a vector's address
-ETH_P_ALL = 0x0003
-PACKET_OUTGOING = 4
 
 
 class WireTarget:
