@@ -15,7 +15,7 @@ Layout (see experiments/configs/demo.toml for a commented example):
     [ecn]        kmin, kmax, pmax            (queue depth in packets)
     [symphony]   threshold, k_sym, p_sym
     [[jitter]]   kind = netem | rate | cross | compute, and that kind's keys
-    [runner]     run_deadline_s, settle_s
+    [runner]     run_deadline_s (the runner's own wall deadline per run)
     [sweep]      "dotted.key" = [values, ...]   (used with --sweep)
 """
 
@@ -342,9 +342,8 @@ def _jitter(i: int, raw: Any, jobs: list[dict]) -> dict:
 
 def _runner(raw: Any) -> dict:
     r = _table("runner", raw)
-    _no_unknown("runner", r, {"run_deadline_s", "settle_s"})
-    out: dict[str, Any] = {"run_deadline_s": None,
-                           "settle_s": float(_num("runner.settle_s", r.get("settle_s", 0.5), lo=0, hi=60))}
+    _no_unknown("runner", r, {"run_deadline_s"})
+    out: dict[str, Any] = {"run_deadline_s": None}
     if "run_deadline_s" in r:
         out["run_deadline_s"] = float(_num("runner.run_deadline_s", r["run_deadline_s"], lo=1))
     return out
