@@ -88,7 +88,7 @@ def _procs_mentioning(text: str) -> list[str]:
 
 
 def _runs(exp_dir: Path) -> list[Path]:
-    return sorted(p for p in exp_dir.iterdir() if p.is_dir() and "-rep" in p.name)
+    return sorted(p for p in exp_dir.iterdir() if p.is_dir() and re.search(r"-rep\d+$", p.name))
 
 
 def test_ci4_both_variants_exact_records_valid(tmp_path):
