@@ -352,6 +352,18 @@ class Runner:
             net.dump_switches(run_dir / "switches")
         except Exception as exc:  # noqa: BLE001 - a dead switch cannot be read; the run says so
             meta.setdefault("problems", []).append(f"switch dump: {type(exc).__name__}: {exc}")
+        # the twins' port counters (rx, tx, queue drops, send errors): where
+        # packets were lost, which the P4 counters cannot say
+        ports = {}
+        for name, client in sorted(getattr(net, "clients", {}).items()):
+            stats = getattr(client, "stats", None)
+            if callable(stats):
+                try:
+                    ports[name] = stats()
+                except Exception as exc:  # noqa: BLE001
+                    ports[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        if ports:
+            meta["switch_ports"] = ports
 
     def _start_agents(self, net, specs, job_paths, agents_dir: Path) -> list[Agent]:
         agents = []
