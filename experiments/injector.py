@@ -10,7 +10,8 @@ with its wall-clock time (ns, CLOCK_REALTIME, like the agents' records).
 
 Network methods used: ``set_link_rate(link, rate_mbit)``; ``popen(host,
 args, ...)`` for cross traffic; ``set_link_netem(link, delay_ms, jitter_ms,
-loss_pct)`` only where netem exists (see ``netem_support``).
+loss_pct)`` only where netem exists (see ``netem_support``); delay None
+puts the link's configured delay back.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ class Injector:
                 self.netem_on.add(ev["id"])
             elif op == "netem_stop":
                 ev = self.events[act["event"]]
-                self.net.set_link_netem(ev["link"], 0.0, 0.0, 0.0)
+                self.net.set_link_netem(ev["link"], None, 0.0, 0.0)
                 self.netem_on.discard(ev["id"])
             else:
                 raise InjectorError(f"unknown jitter action {op!r}")
@@ -193,7 +194,7 @@ class Injector:
                     problems.append(f"restore {link}: {exc}")
             for ev_id in list(self.netem_on):
                 try:
-                    self.net.set_link_netem(self.events[ev_id]["link"], 0.0, 0.0, 0.0)
+                    self.net.set_link_netem(self.events[ev_id]["link"], None, 0.0, 0.0)
                     self.netem_on.discard(ev_id)
                 except Exception as exc:  # noqa: BLE001
                     problems.append(f"netem {ev_id}: {exc}")

@@ -33,7 +33,7 @@ from typing import Any
 
 from topologies.topo import FABRIC_LINK, HOST_LINK, TopoSpec, route
 
-NETEM_FALLBACK = ("no sch_netem on this kernel: netem delay/jitter/loss on {link} applied as a rate "
+NETEM_FALLBACK = ("{why}: netem delay/jitter/loss on {link} applied as a rate "
                   "squeeze to {fraction:g} of its rate ({rate:g} Mbit/s) for the same period")
 
 
@@ -158,7 +158,8 @@ def _event(entry: dict, index: int, occ: int, rng: random.Random, cfg: dict, top
     return ev
 
 
-def apply_fallbacks(events: list[dict], netem_ok: bool) -> tuple[list[dict], list[str]]:
+def apply_fallbacks(events: list[dict], netem_ok: bool,
+                    why: str = "no sch_netem on this kernel") -> tuple[list[dict], list[str]]:
     """Events as they will be applied on this machine, and one line per
     fallback taken (the runner prints them)."""
     out, notes = [], []
@@ -169,7 +170,8 @@ def apply_fallbacks(events: list[dict], netem_ok: bool) -> tuple[list[dict], lis
             rate = round(p["base_rate_mbit"] * p["fallback_fraction"], 6)
             p["rate_mbit"] = rate
             ev["applied_as"] = "rate"
-            ev["fallback"] = NETEM_FALLBACK.format(link=ev["link"], fraction=p["fallback_fraction"], rate=rate)
+            ev["fallback"] = NETEM_FALLBACK.format(why=why, link=ev["link"], fraction=p["fallback_fraction"],
+                                                   rate=rate)
             notes.append(ev["fallback"])
         out.append(ev)
     return out, notes

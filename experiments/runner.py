@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from experiments import jitter as J
 from experiments import rundir as R
-from experiments.injector import Injector, InjectorError, write_schedule
+from experiments.injector import Injector, InjectorError, netem_support, write_schedule
 from hosts.events import now_ns
 from topologies.placement import place_jobs
 from topologies.topo import build
@@ -84,10 +84,11 @@ def job_file_dicts(cfg: dict, topo, straggles: dict[int, list[dict]]) -> list[di
     return out
 
 
-def run_plan(cfg: dict, variant: str, repeat: int, netem_ok: bool) -> RunPlan:
+def run_plan(cfg: dict, variant: str, repeat: int, netem_ok: bool,
+             netem_why: str = "no sch_netem on this kernel") -> RunPlan:
     topo = build(cfg["topology"])
     events = J.make_schedule(cfg, topo, repeat)
-    events, notes = J.apply_fallbacks(events, netem_ok)
+    events, notes = J.apply_fallbacks(events, netem_ok, netem_why)
     return RunPlan(
         variant=variant, repeat=repeat, topology=dict(cfg["topology"]),
         jobs_cfg=[{k: j[k] for k in ("job", "hosts", "data_port")} for j in cfg["jobs"]],
@@ -226,6 +227,7 @@ class Runner:
         self.say = say
         self.versions = versions if versions is not None else R.versions(REPO)
         self.netem_ok = netem_ok
+        self.netem_why = "no sch_netem on this kernel"
         self.results: list[RunResult] = []
 
     # --- the network ----------------------------------------------------------
@@ -237,14 +239,16 @@ class Runner:
                               symphony=plan.symphony, ecn=plan.ecn)
 
     def _netem(self) -> bool:
+        """Whether netem jitter can run here (checked once, only when the
+        config asks for netem); self.netem_why says why not."""
         if self.netem_ok is None:
             needs = any(e["kind"] == "netem" for e in self.cfg["jitter"])
             if not needs:
                 self.netem_ok = False
             else:
                 from topologies import network  # noqa: PLC0415
-                self.netem_ok = (hasattr(network.TestbedNetwork, "set_link_netem")
-                                 and network.netem_available())
+                self.netem_ok, self.netem_why = netem_support(network.TestbedNetwork,
+                                                              probe=network.netem_available)
         return self.netem_ok
 
     # --- all runs ---------------------------------------------------------------
@@ -268,7 +272,7 @@ class Runner:
 
     # --- one run ---------------------------------------------------------------
     def run_one(self, variant: str, repeat: int) -> RunResult:
-        plan = run_plan(self.cfg, variant, repeat, self._netem())
+        plan = run_plan(self.cfg, variant, repeat, self._netem(), self.netem_why)
         run_dir = R.make_run_dir(self.exp_dir, self.stamp, variant, repeat)
         res = RunResult(run_dir, variant, repeat)
         t_start = time.time()

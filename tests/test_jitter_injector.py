@@ -163,7 +163,7 @@ def test_netem_applied_where_it_exists():
     inj.tick()
     clock.t += 1
     inj.tick()
-    assert calls == [("h3-l2", 4.0, 0.0, 2.0), ("h3-l2", 0.0, 0.0, 0.0)]
+    assert calls == [("h3-l2", 4.0, 0.0, 2.0), ("h3-l2", None, 0.0, 0.0)]
 
 
 def test_schedule_file_is_never_overwritten(tmp_path):

@@ -301,3 +301,15 @@ def test_sweep_through_the_cli_loop(tmp_path, monkeypatch, capsys):
     assert sched[0]["params"]["fraction"] == 0.25
     assert "change" in capsys.readouterr().out
     assert sorted({n.plan.symphony["threshold"] for n in FakeNet.instances}) == [0, 2]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the runner checks root before the target")
+def test_cli_unavailable_target_exits_2_with_one_line():
+    from topologies.targets import bmv2_available
+    if bmv2_available():
+        pytest.skip("BMv2 is installed here")
+    r = subprocess.run([sys.executable, "-m", "experiments", "run", "experiments/configs/ci4.toml",
+                        "--target", "bmv2"], capture_output=True, text=True, cwd=str(RN.REPO))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("--target bmv2:") and "--target soft" in lines[0]
