@@ -23,7 +23,7 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
     "step_end": ("k", "phase", "bytes"),
     # exact: the AllReduce result matched the reference sum
     "iter_end": ("exact",),
-    # why: "timeout" | "gap"
+    # why: "timeout" | "gap" | "probe" (tail loss probe)
     "retransmit": ("offset", "length", "why"),
     # a CNP sent (dir "tx", by the receiver) or received (dir "rx", by the sender)
     "cnp": ("dir", "peer"),

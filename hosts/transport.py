@@ -35,13 +35,15 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Protocol
 
 from hosts import wire
-from hosts.wire import (ACK_COMPLETE, DATA, MAGIC, T_ACK, T_CNP, T_DATA, TAG_MASK, VERSION,
-                        WireError, control_port, port_tag, tag_port)
+from hosts.wire import (ACK_COMPLETE, ACK_ECHO, DATA, MAGIC, T_ACK, T_CNP, T_DATA, TAG_MASK,
+                        VERSION, WireError, control_port, port_tag, tag_port)
 
 # Bytes a data packet adds on an Ethernet link besides its payload (Ethernet,
 # IPv4, UDP and our header): pacing counts what the link (and tc htb) counts.
 WIRE_OVERHEAD = 14 + 20 + 8 + DATA.size
 DUPTHRESH = 3            # gap rule: lost when a packet sent 3 transmissions later was acked
+ECHO_MASK = 0xFFFF       # a data packet carries its transmission number's low 16 bits
+MIN_PTO_S = 0.002        # tail probe: never sooner than this after the last transmission
 SACK_MASK = (1 << wire.SACK_BITS) - 1
 IPTOS_ECT0 = wire.ECN_ECT0
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
@@ -154,7 +156,8 @@ class TransportTimeout(Exception):
 
 class SendFlow:
     __slots__ = ("step", "payload", "total", "n", "acked", "n_acked", "cum", "next_new",
-                 "txseq", "txtime", "retries", "queued", "rtx", "hi_seq", "done")
+                 "txseq", "txtime", "retries", "queued", "rtx", "hi_seq", "last_seq",
+                 "probe_at", "probed", "done")
 
     def __init__(self, step: int, payload, psize: int):
         self.step = step
@@ -170,12 +173,16 @@ class SendFlow:
         self.retries = [0] * self.n
         self.queued = bytearray(self.n)
         self.rtx: deque = deque()    # (index, why)
-        self.hi_seq = 0              # newest transmission number acked so far
+        self.hi_seq = 0              # newest transmission number known to have arrived
+        self.last_seq = 0            # newest transmission number of this flow
+        self.probe_at = math.inf     # tail loss probe due (all packets sent, some unacked)
+        self.probed = False          # a probe went out since the last ACK of new data
         self.done = False
 
 
 class RecvFlow:
-    __slots__ = ("step", "total", "n", "buf", "got", "mask", "n_got", "cum", "pending", "ack_due")
+    __slots__ = ("step", "total", "n", "buf", "got", "mask", "n_got", "cum", "pending", "ack_due",
+                 "echo")
 
     def __init__(self, step: int, total: int, psize: int):
         self.step = step
@@ -188,6 +195,7 @@ class RecvFlow:
         self.cum = 0
         self.pending = 0             # packets not yet acknowledged
         self.ack_due = math.inf
+        self.echo = -1               # flags (transmission number) of the newest data packet
 
     @property
     def complete(self) -> bool:
@@ -228,7 +236,9 @@ class Endpoint:
         self._next_tx = -math.inf
         self._srtt: Optional[float] = None
         self._rttvar = 0.0
-        self._rto = params.rto_ms / 1000.0
+        self._rto = params.rto_ms / 1000.0   # from the RTT estimator, before back-off
+        self._backoff = 0             # timeouts since the last ACK of new data
+        self._last_rtt: Optional[float] = None
         self._rto_hold = -math.inf    # no timeout retransmission before this time
         self._ack_delay = params.ack_delay_ms / 1000.0
 
@@ -250,10 +260,22 @@ class Endpoint:
         # until the successor has answered once, probe with one packet
         return self.p.window_packets if self.peer_heard else 1
 
-    def _rto_for(self, retries: int) -> float:
+    def _cur_rto(self) -> float:
         if not self.peer_heard:
             return self.p.rto_ms / 1000.0
-        return min(self._rto * (1 << min(retries, 16)), self.p.rto_max_ms / 1000.0)
+        return min(self._rto * (1 << self._backoff), self.p.rto_max_ms / 1000.0)
+
+    def _pto(self) -> float:
+        # tail loss probe (RFC 8985 7.2, with the newest RTT sample instead of
+        # SRTT: after a queue drained, SRTT stays high for many samples)
+        rtt = self._last_rtt if self._last_rtt is not None else self._rto
+        return min(max(2 * rtt + self._ack_delay, MIN_PTO_S), self._cur_rto())
+
+    def _arm_probe(self, flow: SendFlow, now: float) -> None:
+        if flow.done or flow.probed or flow.next_new < flow.n or not self.peer_heard:
+            flow.probe_at = math.inf
+        else:
+            flow.probe_at = now + self._pto()
 
     def _pick(self):
         win = self._window()
@@ -283,13 +305,15 @@ class Endpoint:
     def _transmit(self, flow: SendFlow, idx: int, why: Optional[str], now: float) -> int:
         off = idx * self.psize
         length = min(self.psize, flow.total - off)
-        hdr = DATA.pack(MAGIC, VERSION, T_DATA, self.job, self.rank, flow.step, off, length, 0)
-        self.out.data(flow.step, hdr, flow.payload[off:off + length])
         self._seq += 1
+        hdr = DATA.pack(MAGIC, VERSION, T_DATA, self.job, self.rank, flow.step, off, length,
+                        self._seq & ECHO_MASK)
+        self.out.data(flow.step, hdr, flow.payload[off:off + length])
         flow.txseq[idx] = self._seq
+        flow.last_seq = self._seq
         flow.txtime[idx] = now
-        heapq.heappush(self._timers, (now + self._rto_for(flow.retries[idx]), self._seq,
-                                      flow.step, idx))
+        heapq.heappush(self._timers, (now + self._cur_rto(), self._seq, flow.step, idx))
+        self._arm_probe(flow, now)
         c = self.counters
         c["tx_data"] += 1
         if why is not None:
@@ -333,25 +357,46 @@ class Endpoint:
                 continue
             flow.retries[idx] += 1
             self._queue(flow, idx, "timeout")
-            if self.peer_heard:
-                self._rto = min(self._rto * 2, self.p.rto_max_ms / 1000.0)
-            self._rto_hold = now + self._rto
+            if self.peer_heard and self._cur_rto() < self.p.rto_max_ms / 1000.0:
+                self._backoff += 1
+            self._rto_hold = now + self._cur_rto()
+        for flow in self.send_flows.values():
+            if flow.probe_at <= now:
+                self._probe(flow)
         for rf in self.recv_flows.values():
             if rf.ack_due <= now:
                 self._send_ack(rf)
         if self.rp.next_event_time() <= now and self.rp.advance(now):
             self._log_rate()
 
+    def _probe(self, flow: SendFlow) -> None:
+        """All packets sent, the newest unacked for a PTO: resend the highest
+        unacked packet (one probe per ACK of new data), so that its ACK shows
+        the holes below it, which the gap rule then resends at once; without
+        it a tail loss waits for the RTO, one packet per RTO."""
+        flow.probe_at = math.inf
+        if flow.done or flow.rtx:
+            return
+        for i in range(flow.next_new - 1, flow.cum - 1, -1):
+            if not flow.acked[i]:
+                flow.probed = True
+                flow.retries[i] += 1
+                self._queue(flow, i, "probe")
+                return
+
     def _mark(self, flow: SendFlow, i: int, now: float, sample: list) -> None:
         flow.acked[i] = 1
         flow.n_acked += 1
         seq = flow.txseq[i]
-        if seq > flow.hi_seq:
-            flow.hi_seq = seq
-        # Karn: only packets sent once give an RTT sample; keep the newest
-        if flow.retries[i] == 0 and seq > sample[0]:
-            sample[0] = seq
-            sample[1] = now - flow.txtime[i]
+        # Karn: only packets sent once give an RTT sample and say which
+        # transmission arrived (a retransmitted one's ACK may be the first
+        # copy's: the echo in the ACK says which); keep the newest
+        if flow.retries[i] == 0:
+            if seq > flow.hi_seq:
+                flow.hi_seq = seq
+            if seq > sample[0]:
+                sample[0] = seq
+                sample[1] = now - flow.txtime[i]
 
     def on_ack(self, ack: wire.Ack, now: float) -> None:
         flow = self.send_flows.get(ack.step)
@@ -368,6 +413,11 @@ class Endpoint:
             upto, sack = -(-ack.cum // psize), ack.sack
         self.counters["rx_ack"] += 1
         self.peer_heard = True
+        if ack.flags & ACK_ECHO:
+            # the newest transmission the receiver has seen of this step
+            echoed = self._seq - ((self._seq - ack.echo) & ECHO_MASK)
+            if flow.hi_seq < echoed <= flow.last_seq:
+                flow.hi_seq = echoed
         sample = [0, 0.0]
         acked = flow.acked
         n_before = flow.n_acked
@@ -375,7 +425,6 @@ class Endpoint:
             if not acked[i]:
                 self._mark(flow, i, now, sample)
         base = upto + 1
-        had_sack = sack != 0
         while sack:
             low = sack & -sack
             i = base + low.bit_length() - 1
@@ -391,16 +440,30 @@ class Endpoint:
         if sample[0]:
             self._rtt_sample(sample[1])
         if flow.n_acked > n_before:
+            # the path delivers: the next timeout may come at once, and
+            # without the back-off (as TCP resets it on an ACK of new data)
             self._rto_hold = now
+            self._backoff = 0
+            flow.probed = False
         if flow.n_acked == flow.n:
             flow.done = True
             flow.rtx.clear()
+            flow.probe_at = math.inf
             return
-        if had_sack:
-            hi = flow.hi_seq
-            for i in range(cum, flow.next_new):
-                if not acked[i] and not flow.queued[i] and hi - flow.txseq[i] >= DUPTHRESH:
+        # gap rule, on every ACK (a cumulative one too: after a retransmission
+        # arrived, all packets sent before it and still unacked are lost):
+        # lost when DUPTHRESH later transmissions arrived, or when the newest
+        # transmission arrived (nothing sent later is left to say more)
+        hi = flow.hi_seq
+        tail = hi >= flow.last_seq
+        txseq = flow.txseq
+        for i in range(cum, flow.next_new):
+            if not acked[i] and not flow.queued[i]:
+                d = hi - txseq[i]
+                if d >= DUPTHRESH or (tail and d > 0):
                     self._queue(flow, i, "gap")
+        if flow.n_acked > n_before:
+            self._arm_probe(flow, now)
 
     def _rtt_sample(self, rtt: float) -> None:
         # RFC 6298 estimator; rto_ms is the floor
@@ -411,6 +474,7 @@ class Endpoint:
             self._srtt = 0.875 * self._srtt + 0.125 * rtt
         self._rto = min(max(self.p.rto_ms / 1000.0, self._srtt + 4 * self._rttvar),
                         self.p.rto_max_ms / 1000.0)
+        self._last_rtt = rtt
 
     def on_cnp(self, cnp: wire.Cnp, now: float) -> None:
         self.counters["rx_cnp"] += 1
@@ -442,7 +506,11 @@ class Endpoint:
         cum_bytes = min(flow.cum * self.psize, flow.total)
         sack = (flow.mask >> (flow.cum + 1)) & SACK_MASK
         flags = ACK_COMPLETE if flow.complete else 0
-        self.out.ctrl(wire.pack_ack(self.job, self.rank, flow.step, cum_bytes, sack, flags))
+        echo = 0
+        if flow.echo >= 0:
+            flags |= ACK_ECHO
+            echo = flow.echo
+        self.out.ctrl(wire.pack_ack(self.job, self.rank, flow.step, cum_bytes, sack, flags, echo))
         self.counters["tx_ack"] += 1
         flow.pending = 0
         flow.ack_due = math.inf
@@ -482,6 +550,7 @@ class Endpoint:
             return
         c["rx_data"] += 1
         self.last_data = now
+        flow.echo = pkt.flags
         ce = (tos & 3) == wire.ECN_CE
         if ce:
             c["rx_ce"] += 1
@@ -551,6 +620,9 @@ class Endpoint:
 
     def next_wakeup(self, now: float) -> float:
         t = self._timers[0][0] if self._timers else math.inf
+        for sf in self.send_flows.values():
+            if sf.probe_at < t:
+                t = sf.probe_at
         for rf in self.recv_flows.values():
             if rf.ack_due < t:
                 t = rf.ack_due

@@ -79,15 +79,20 @@ T_CNP = 3
 
 COMMON = struct.Struct("!HBBHHI")            # magic ver type job rank step      12 B
 # data: + offset (bytes into the step's chunk), length (payload bytes), flags  20 B
+#       (flags: the low 16 bits of the sender's transmission number, echoed in
+#       ACKs so the sender knows which copy of a retransmitted packet arrived)
 DATA = struct.Struct("!HBBHHIIHH")
 # ack:  + cum (bytes received in order from offset 0), sack (bit j = the packet
 #       with index cum_index + 1 + j, packets of the job's payload_bytes),
-#       flags (ACK_COMPLETE: the receiver holds the whole step), reserved   28 B
+#       flags (ACK_COMPLETE: the receiver holds the whole step; ACK_ECHO: the
+#       last field is valid), echo (the flags field of the newest data packet
+#       received for the step)                                              28 B
 ACK = struct.Struct("!HBBHHIIQHH")
 # cnp:  + reserved                                                          16 B
 CNP = struct.Struct("!HBBHHII")
 
 ACK_COMPLETE = 0x1
+ACK_ECHO = 0x2
 SACK_BITS = 64
 MAX_STEP = 0xFFFFFFFF
 
@@ -108,6 +113,7 @@ class Ack(NamedTuple):
     cum: int
     sack: int
     flags: int
+    echo: int = 0
 
 
 class Cnp(NamedTuple):
@@ -150,8 +156,9 @@ def pack_data_header(job: int, rank: int, step: int, offset: int, length: int,
     return DATA.pack(MAGIC, VERSION, T_DATA, job, rank, step, offset, length, flags)
 
 
-def pack_ack(job: int, rank: int, step: int, cum: int, sack: int = 0, flags: int = 0) -> bytes:
-    return ACK.pack(MAGIC, VERSION, T_ACK, job, rank, step, cum, sack, flags, 0)
+def pack_ack(job: int, rank: int, step: int, cum: int, sack: int = 0, flags: int = 0,
+             echo: int = 0) -> bytes:
+    return ACK.pack(MAGIC, VERSION, T_ACK, job, rank, step, cum, sack, flags, echo)
 
 
 def pack_cnp(job: int, rank: int, step: int) -> bytes:
@@ -180,8 +187,8 @@ def parse(buf, nbytes: int | None = None) -> Packet:
     if ptype == T_ACK:
         if n < ACK.size:
             raise Truncated(f"ack of {n} bytes")
-        _, _, _, job, rank, step, cum, sack, flags, _ = ACK.unpack_from(buf, 0)
-        return Ack(job, rank, step, cum, sack, flags)
+        _, _, _, job, rank, step, cum, sack, flags, echo = ACK.unpack_from(buf, 0)
+        return Ack(job, rank, step, cum, sack, flags, echo)
     if ptype == T_CNP:
         if n < CNP.size:
             raise Truncated(f"cnp of {n} bytes")

@@ -109,7 +109,8 @@ def test_loss_duplication_reordering_still_exact(lab_factory, tmp_path):
         assert rtx, f"rank {r} logged no retransmit under 5% loss"
         c = [e for e in evs if e["kind"] == "stats"][0]["counters"]
         assert c["fault_drop"] > 0 and c["fault_dup"] > 0 and c["fault_reorder"] > 0
-        assert c.get("retransmit_gap", 0) + c.get("retransmit_timeout", 0) == len(rtx)
+        assert sum(c.get("retransmit_" + why, 0) for why in ("gap", "timeout", "probe")) \
+            == len(rtx)
 
 
 @pytest.mark.parametrize("which", ["step", "run"])

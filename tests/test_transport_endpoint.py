@@ -125,11 +125,11 @@ def test_loss_dup_reorder_still_exact_and_retransmits_logged():
     sim = Sim(n, lambda r, step: size + (r - 1) % n, drop=0.05, dup=0.01, reorder=0.05, seed=4)
     _run(sim, n, size, 6)
     total = sum(ep.counters["retransmit_gap"] + ep.counters["retransmit_timeout"]
-                for ep in sim.eps)
+                + ep.counters["retransmit_probe"] for ep in sim.eps)
     assert total > 0
     logged = [e for log in sim.logs for e in log if e[0] == "retransmit"]
     assert len(logged) == total
-    assert {e[2]["why"] for e in logged} <= {"gap", "timeout"}
+    assert {e[2]["why"] for e in logged} <= {"gap", "timeout", "probe"}
     assert sum(ep.counters["dup_data"] for ep in sim.eps) > 0
 
 
@@ -333,3 +333,70 @@ def test_fault_injector_rates():
     assert 250 <= counters["fault_reorder"] <= 550
     assert len(delivered) == 20_000 - counters["fault_drop"] + counters["fault_dup"]
     assert delivered != sorted(delivered)
+
+
+def _lose_first_sends(sim, victims, step=0, src=0, lost_twice=()):
+    """Drop the first transmission of the packets `victims` (indices) of `step`
+    from rank `src`, and the second one too of those in `lost_twice`."""
+    orig = sim.push
+    seen: dict = {}
+
+    def push(dst, kind, pkt, s):
+        if kind == "d" and dst == (src + 1) % sim.n:
+            d = wire.parse(pkt, len(pkt))
+            idx = d.offset // 1400
+            if d.step == step and idx in victims:
+                seen[idx] = seen.get(idx, 0) + 1
+                if seen[idx] == 1 or (seen[idx] == 2 and idx in lost_twice):
+                    return
+        orig(dst, kind, pkt, s)
+    sim.push = push
+    return seen
+
+
+@pytest.mark.parametrize("queue_first", [False, True])
+@pytest.mark.parametrize("victims,lost_twice", [
+    (range(15, 18), ()),            # the demo's stall: 3 lost at the tail of a step
+    (range(10, 18), ()),            # a longer tail burst (a drop-tail queue overflowing)
+    (range(12, 15), ()),            # holes the SACK bitmap reveals, followed by 3 packets
+    (range(16, 18), ()),            # holes followed by fewer than DUPTHRESH packets
+    (range(10, 18), (12, 17)),      # some retransmissions (the tail probe too) are lost
+])
+def test_tail_loss_burst_recovered_within_a_few_rtts(victims, lost_twice, queue_first):
+    # 25 kB = 18 packets at 10 Mbit/s (~21 ms of sending), 2 ms RTT.  With
+    # queue_first, the step before went through a 300 ms queue, so the RTO is
+    # high (SRTT remembers the queue) when the tail is lost, as in the demo
+    # run that stalled.  Before the fix the sender resent one packet per RTO
+    # (doubling, never reset: ACKs of retransmissions give no RTT sample):
+    # 3 tail losses took 1.9 s here, 8 with lost retransmissions 3.8 s; in the
+    # demo 8 losses passed the 5.2 s step deadline.
+    n, size = 2, 25_000
+    sim = Sim(n, lambda r, step: size, rate=10e6, delay=0.001)
+    seen = _lose_first_sends(sim, set(victims), step=1, lost_twice=set(lost_twice))
+    if queue_first:
+        inner = sim.push
+
+        def push(dst, kind, pkt, src):
+            late = kind == "d" and wire.parse(pkt, len(pkt)).step == 0
+            sim.now += 0.3 * late
+            inner(dst, kind, pkt, src)
+            sim.now -= 0.3 * late
+        sim.push = push
+    sent = [bytes(range(200)) * 125, bytes(reversed(range(200))) * 125]
+    sim.step(0, sent)
+    t0 = sim.now
+    tx0 = sim.eps[0].counters["tx_data"]
+    got = sim.step(1, sent)
+    assert got == [sent[1], sent[0]]
+    took = sim.now - t0
+    # a lost probe leaves the RTO (high after the queue) as the last resort
+    limit = 0.8 if lost_twice and queue_first else 0.1
+    assert took < limit, f"tail loss took {took:.2f} s to recover"
+    assert set(seen) == set(victims)
+    # nothing needlessly resent: each lost packet once more per loss, + 1 probe
+    extra = sim.eps[0].counters["tx_data"] - tx0 - 18
+    assert extra <= len(victims) + len(lost_twice) + 1
+    # the next step runs at the normal pace again
+    t0 = sim.now
+    sim.step(2, sent)
+    assert sim.now - t0 < 0.05

@@ -38,7 +38,8 @@ def test_data_packets_carry_tag_and_ect0():
         assert tos and tos[0] & 3 == wire.ECN_ECT0
         assert addr == (IPS[0], wire.tag_port(7))
         pkt = wire.parse(data)
-        assert pkt == wire.Data(5, 0, 7, 0, 100, 0)
+        # flags: the transmission number (the rank's first), echoed in ACKs
+        assert pkt == wire.Data(5, 0, 7, 0, 100, 1)
     finally:
         tr.close()
         sink.close()

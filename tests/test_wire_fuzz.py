@@ -111,7 +111,8 @@ def test_data_header_round_trip(job, rank, step, offset, payload):
 
 
 @given(st.integers(0, 65535), st.integers(0, 65535), st.integers(0, 2**32 - 1),
-       st.integers(0, 2**32 - 1), st.integers(0, 2**64 - 1), st.integers(0, 65535))
-def test_ack_round_trip(job, rank, step, cum, sack, flags):
-    assert wire.parse(wire.pack_ack(job, rank, step, cum, sack, flags)) == \
-        wire.Ack(job, rank, step, cum, sack, flags)
+       st.integers(0, 2**32 - 1), st.integers(0, 2**64 - 1), st.integers(0, 65535),
+       st.integers(0, 65535))
+def test_ack_round_trip(job, rank, step, cum, sack, flags, echo):
+    assert wire.parse(wire.pack_ack(job, rank, step, cum, sack, flags, echo)) == \
+        wire.Ack(job, rank, step, cum, sack, flags, echo)
