@@ -189,8 +189,10 @@ def _finish_point(runner: RN.Runner, exp_dir: Path, stamp: str, args, signals: R
     for v, row in summ["variants"].items():
         if row.get("cct_mean_s") is not None:
             spread = row.get("cct_std_s")
+            excluded = row["runs"] - row["runs_ok"]
             print(f"  {v}: mean CCT {row['cct_mean_s']:.3f} s +- {spread or 0:.3f} s"
-                  f" over {row['cct_n']} iteration(s) of {row['runs_ok']} run(s)")
+                  f" over {row['cct_n']} iteration(s) of {row['runs_ok']} run(s)"
+                  + (f"; {excluded} run(s) not ok, left out" if excluded else ""))
     if summ.get("cct_change_pct") is not None:
         print(f"  Symphony against baseline: {summ['cct_change_pct']:+.1f} % mean CCT "
               f"({'faster' if summ['cct_change_pct'] < 0 else 'slower'})")

@@ -313,3 +313,27 @@ def test_cli_unavailable_target_exits_2_with_one_line():
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("--target bmv2:") and "--target soft" in lines[0]
+
+
+def test_second_interrupt_still_cleans_up(tmp_path):
+    """Two SIGINTs in a row: the run is torn down and marked, the second
+    only makes the runner skip what is not cleanup."""
+    r, _ = make_runner(tmp_path, cfg(repeats=2), mode="hang")
+    sigs = RN.Signals()
+    r.signals = sigs
+    sigs.install()
+
+    def twice():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    try:
+        threading.Timer(0.8, twice).start()
+        results = r.run_all()
+        time.sleep(0.2)
+    finally:
+        sigs.restore()
+    assert sigs.hurry and len(results) == 1 and results[0].status == "interrupted"
+    assert FakeNet.instances[0].stopped
+    assert all(p.poll() is not None for p in FakeNet.instances[0].procs)
