@@ -157,7 +157,7 @@ class TransportTimeout(Exception):
 class SendFlow:
     __slots__ = ("step", "payload", "total", "n", "acked", "n_acked", "cum", "next_new",
                  "txseq", "txtime", "retries", "queued", "rtx", "hi_seq", "last_seq",
-                 "probe_at", "probed", "done")
+                 "rtx_time", "probe_at", "probed", "done")
 
     def __init__(self, step: int, payload, psize: int):
         self.step = step
@@ -175,6 +175,7 @@ class SendFlow:
         self.rtx: deque = deque()    # (index, why)
         self.hi_seq = 0              # newest transmission number known to have arrived
         self.last_seq = 0            # newest transmission number of this flow
+        self.rtx_time: dict = {}     # transmission number of a retransmission -> time sent
         self.probe_at = math.inf     # tail loss probe due (all packets sent, some unacked)
         self.probed = False          # a probe went out since the last ACK of new data
         self.done = False
@@ -312,6 +313,8 @@ class Endpoint:
         flow.txseq[idx] = self._seq
         flow.last_seq = self._seq
         flow.txtime[idx] = now
+        if why is not None:
+            flow.rtx_time[self._seq] = now
         heapq.heappush(self._timers, (now + self._cur_rto(), self._seq, flow.step, idx))
         self._arm_probe(flow, now)
         c = self.counters
@@ -413,12 +416,17 @@ class Endpoint:
             upto, sack = -(-ack.cum // psize), ack.sack
         self.counters["rx_ack"] += 1
         self.peer_heard = True
+        sample = [0, 0.0]
+        echo_sample = None
         if ack.flags & ACK_ECHO:
-            # the newest transmission the receiver has seen of this step
+            # the newest transmission the receiver has seen of this step; a
+            # retransmission's gives an RTT sample Karn's rule cannot
             echoed = self._seq - ((self._seq - ack.echo) & ECHO_MASK)
             if flow.hi_seq < echoed <= flow.last_seq:
                 flow.hi_seq = echoed
-        sample = [0, 0.0]
+            sent = flow.rtx_time.pop(echoed, None)
+            if sent is not None:
+                echo_sample = (echoed, now - sent)
         acked = flow.acked
         n_before = flow.n_acked
         for i in range(flow.cum, upto):
@@ -437,13 +445,12 @@ class Endpoint:
         while cum < flow.n and acked[cum]:
             cum += 1
         flow.cum = cum
+        if echo_sample is not None and echo_sample[0] > sample[0]:
+            sample = echo_sample
         if sample[0]:
             self._rtt_sample(sample[1])
         if flow.n_acked > n_before:
-            # the path delivers: the next timeout may come at once, and
-            # without the back-off (as TCP resets it on an ACK of new data)
             self._rto_hold = now
-            self._backoff = 0
             flow.probed = False
         if flow.n_acked == flow.n:
             flow.done = True
@@ -475,6 +482,7 @@ class Endpoint:
         self._rto = min(max(self.p.rto_ms / 1000.0, self._srtt + 4 * self._rttvar),
                         self.p.rto_max_ms / 1000.0)
         self._last_rtt = rtt
+        self._backoff = 0            # RFC 6298 5.7: a valid RTT sample ends the back-off
 
     def on_cnp(self, cnp: wire.Cnp, now: float) -> None:
         self.counters["rx_cnp"] += 1

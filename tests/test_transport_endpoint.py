@@ -400,3 +400,27 @@ def test_tail_loss_burst_recovered_within_a_few_rtts(victims, lost_twice, queue_
     t0 = sim.now
     sim.step(2, sent)
     assert sim.now - t0 < 0.05
+
+
+def test_spurious_timeout_does_not_resend_the_window():
+    # a 100 ms queue appears (RTO ~50 ms): packet 0 times out and is resent,
+    # then the first copy's ACK arrives.  The ACK's echo says the first copy
+    # arrived, so the packets sent between the two copies are not taken for
+    # lost (without the echo, the retransmission looks acked and the gap rule
+    # resends everything sent before it, into the queue)
+    n, size = 2, 25_000
+    sim = Sim(n, lambda r, step: size, rate=10e6, delay=0.001)
+    inner = sim.push
+
+    def push(dst, kind, pkt, src):
+        late = kind == "d" and wire.parse(pkt, len(pkt)).step == 1
+        sim.now += 0.1 * late
+        inner(dst, kind, pkt, src)
+        sim.now -= 0.1 * late
+    sim.push = push
+    sim.step(0, [bytes(size)] * n)
+    sim.step(1, [bytes(size)] * n)
+    c = sim.eps[0].counters
+    assert c["retransmit_timeout"] >= 1
+    assert c["retransmit_gap"] == 0
+    assert c["retransmit_timeout"] + c["retransmit_probe"] <= 2
