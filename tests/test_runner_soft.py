@@ -42,18 +42,6 @@ pytestmark = [pytest.mark.netns, pytest.mark.mininet, pytest.mark.slow,
               pytest.mark.skipif(bool(_missing()), reason=_missing() or "ok")]
 
 
-@pytest.fixture
-def tmp_path():
-    """A short directory: the twins' control sockets live in the run
-    directory, and a Unix socket path holds at most 107 bytes (pytest's own
-    tmp_path is too deep)."""
-    import shutil
-    import tempfile
-    d = Path(tempfile.mkdtemp(prefix="symr", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
 def _meta(run_dir: Path) -> dict:
     return json.loads((run_dir / "meta.json").read_text())
 

@@ -16,7 +16,9 @@ the network records a warning in ``warnings`` and runs without the delay.
 
 Every pid the network starts (Mininet's node shells, switch processes, popen'd
 processes) and its hosts' network namespaces go into /run/symphony/<id>.json
-so that `make clean-net` can remove them after a crash.
+so that `make clean-net` can remove them after a crash.  The twins' control
+sockets live in /run/symphony/<id>/ (short, whatever run_dir is; recorded in
+the same file); logs stay in run_dir/logs.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def unused_id() -> str:
     for _ in range(100):
         cand = new_lab_id()
         if not any(n.startswith((f"{PREFIX}{cand}", f"{PREFIX}-{cand}-")) for n in taken) \
-                and not (STATE_DIR / f"{cand}.json").exists():
+                and not (STATE_DIR / f"{cand}.json").exists() and not (STATE_DIR / cand).exists():
             return cand
     raise NetworkError("no unused network id")
 
@@ -229,6 +231,8 @@ class TestbedNetwork:
 
     def _switch_params(self, s) -> dict:
         params = {"net_id": self.id, "run_dir": str(self.run_dir), "queue_depth": self.depth}
+        if self.target == "soft":
+            params["ctl_dir"] = str(self.state.make_sock_dir())
         if self.target == "bmv2":
             json_path = self.json_path or str(Path(__file__).resolve().parent.parent / "build/bmv2/symphony.json")
             if not Path(json_path).is_file():

@@ -78,10 +78,14 @@ class SymHost(Host):
 class SymSwitch(Switch):
     """Base: root namespace, prefixed interface names, a process to watch."""
 
-    def __init__(self, name, net_id: str, run_dir: str, queue_depth: int = 64, **params):
+    def __init__(self, name, net_id: str, run_dir: str, queue_depth: int = 64,
+                 ctl_dir: str | None = None, **params):
         params["inNamespace"] = False
         self.net_id = net_id
         self.run_dir = Path(run_dir)
+        # control sockets: the network's short directory (topologies.state),
+        # not the run directory, whose path may exceed a socket path's 107 bytes
+        self.ctl_dir = Path(ctl_dir) if ctl_dir else self.run_dir / "ctl"
         self.queue_depth = queue_depth
         self.proc: subprocess.Popen | None = None
         super().__init__(name, **params)
@@ -119,9 +123,13 @@ class SoftSwitch(SymSwitch):
 
     @property
     def control_path(self) -> str:
-        return str(self.run_dir / "ctl" / f"{self.name}.sock")
+        return str(self.ctl_dir / f"{self.name}.sock")
 
     def start(self, controllers):
+        from topologies.state import sock_path_problem
+        problem = sock_path_problem(self.control_path)
+        if problem:
+            raise RuntimeError(f"twin of {self.name}: cannot use control socket {self.control_path}: {problem}")
         Path(self.control_path).parent.mkdir(parents=True, exist_ok=True)
         log_dir = self.run_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)

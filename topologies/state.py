@@ -3,6 +3,11 @@ the network namespaces of its hosts and its interface prefix, so that
 `make clean-net` can remove what a crashed run left behind by pid and by this
 project's names, never by process name.
 
+Each network also gets a short directory of its own, /run/symphony/<id>/,
+for its switches' control sockets: a Unix socket path holds at most 107
+bytes, which a run directory under a deep ``--out`` or pytest's tmp_path
+easily exceeds.  The state file records it, so clean-net removes it too.
+
 A pid is stored with its start time (field 22 of /proc/<pid>/stat), and is
 only killed when that still matches: a pid reused by an unrelated process
 after a crash is left alone.
@@ -17,6 +22,15 @@ import time
 from pathlib import Path
 
 STATE_DIR = Path(os.environ.get("SYMPHONY_STATE_DIR", "/run/symphony"))
+SUN_PATH_MAX = 107        # bytes of a Unix socket path (sockaddr_un.sun_path less the NUL)
+
+
+def sock_path_problem(path: str | os.PathLike) -> str | None:
+    """Why a Unix socket cannot be bound at this path (too long), or None."""
+    n = len(os.fsencode(path))
+    if n > SUN_PATH_MAX:
+        return f"the path is {n} bytes long, over the {SUN_PATH_MAX}-byte limit of a Unix socket path"
+    return None
 
 
 def start_time(pid: int) -> int | None:
@@ -60,6 +74,19 @@ class StateFile:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._write()
 
+    @property
+    def sock_dir(self) -> Path:
+        """The network's directory for control sockets, short whatever the
+        run directory is (created by ``make_sock_dir``)."""
+        return self.dir / self.data["id"]
+
+    def make_sock_dir(self) -> Path:
+        self.sock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.data.get("sock_dir") != str(self.sock_dir):
+            self.data["sock_dir"] = str(self.sock_dir)
+            self._write()
+        return self.sock_dir
+
     def add_pid(self, pid: int, what: str) -> None:
         self.data["pids"].append({"pid": pid, "start": start_time(pid), "what": what})
         self._write()
@@ -76,11 +103,37 @@ class StateFile:
         os.replace(tmp, self.path)
 
     def remove(self) -> None:
+        remove_sock_dir(self.path, self.data)
         for p in (self.path, self.path.with_suffix(".tmp")):
             try:
                 p.unlink()
             except FileNotFoundError:
                 pass
+
+
+def remove_sock_dir(state_path: Path, data: dict) -> str | None:
+    """Remove the socket directory a state file records: its sockets, then
+    the directory.  Only the one named for this network beside its state file
+    (a state file is not trusted to name any other path), and only socket
+    files in it.  Returns the path when it was removed."""
+    recorded = data.get("sock_dir")
+    net_id = data.get("id")
+    if not recorded or not net_id or Path(recorded) != Path(state_path).parent / str(net_id):
+        return None
+    d = Path(recorded)
+    if not d.is_dir() or d.is_symlink():
+        return None
+    for entry in d.iterdir():
+        if entry.is_socket():
+            try:
+                entry.unlink()
+            except FileNotFoundError:
+                pass
+    try:
+        d.rmdir()
+    except OSError:         # something else in it: not ours to remove
+        return None
+    return str(d)
 
 
 def kill_pid(pid: int, started: int | None, sig: int = signal.SIGKILL) -> bool:
@@ -177,6 +230,9 @@ def clean_state(path: Path, data: dict) -> list[str]:
             if link.startswith(prefix):
                 sh("ip", "link", "del", link, check=False)
                 done.append(link)
+    sock_dir = remove_sock_dir(path, data)
+    if sock_dir:
+        done.append(sock_dir)
     for p in (path, path.with_suffix(".tmp")):
         try:
             p.unlink()

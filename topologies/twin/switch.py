@@ -122,7 +122,10 @@ class TwinSwitch:
             s.bind(path)
         except OSError as e:
             s.close()
-            raise SwitchError(f"cannot create control socket {path}: {e.strerror}") from None
+            from topologies.state import sock_path_problem
+            # a too-long path raises OSError("AF_UNIX path too long") without strerror
+            why = sock_path_problem(path) or e.strerror or str(e)
+            raise SwitchError(f"cannot create control socket {path}: {why}") from None
         s.listen(16)
         s.setblocking(False)
         return s
