@@ -76,12 +76,23 @@ def _step_segments(events: list[dict[str, Any]], t0: int) -> dict[tuple[int, int
     return out
 
 
+def timeline_rows(events: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """The timeline's rows: one per (job, rank) that started a step, in order."""
+    return sorted({(e["job"], e["rank"]) for e in events if e["kind"] == "step_start"})
+
+
+def row_labels(rows: list[tuple[int, int]]) -> list[str]:
+    """"rank r", or "job j rank r" when the rows hold more than one job."""
+    multi_job = len({job for job, _ in rows}) > 1
+    return [f"job {j} rank {r}" if multi_job else f"rank {r}" for j, r in rows]
+
+
 def plot_timeline(panels: Sequence[dict[str, Any]], path: Path) -> Path:
     """Per-step timeline, one panel per run stacked on a shared time axis.
 
     panel: {"title", "events" (parsed agent events), "t0" (ns), "jitter"
     (windows with start_ns/end_ns and "rank" and/or "link")}."""
-    rows_per_panel = [len({(e["job"], e["rank"]) for e in p["events"]}) or 1 for p in panels]
+    rows_per_panel = [len(timeline_rows(p["events"])) or 1 for p in panels]
     height = sum(0.35 * r + 1.1 for r in rows_per_panel) + 0.8
     fig, axes = plt.subplots(len(panels), 1, sharex=True, squeeze=False,
                              figsize=(11, max(3.0, height)),
@@ -90,11 +101,11 @@ def plot_timeline(panels: Sequence[dict[str, Any]], path: Path) -> Path:
     for ax, panel in zip(axes[:, 0], panels):
         t0 = panel["t0"]
         segs = _step_segments(panel["events"], t0)
-        rows = sorted(segs)
+        rows = timeline_rows(panel["events"])
         for y, key in enumerate(rows):
             # one broken_barh per colour and row: fast for runs with many steps
             by_colour: dict[str, list[tuple[float, float]]] = {}
-            for start, dur, phase, k in segs[key]:
+            for start, dur, phase, k in segs.get(key, []):
                 if k < 0:  # started, never ended
                     ax.plot([start], [y], marker=">", color="black", ms=6)
                     continue
@@ -123,8 +134,7 @@ def plot_timeline(panels: Sequence[dict[str, Any]], path: Path) -> Path:
             ax.text(a, y_text, " " + label, fontsize=7, color=JITTER_COLOUR, va="bottom", ha="left")
             jitter_drawn = True
         ax.set_yticks(range(len(rows)))
-        multi_job = len({k[0] for k in rows}) > 1
-        ax.set_yticklabels([f"job {j} rank {r}" if multi_job else f"rank {r}" for j, r in rows])
+        ax.set_yticklabels(row_labels(rows))
         ax.set_ylim(-0.9, len(rows) - 0.4)
         ax.invert_yaxis()
         ax.set_title(panel["title"], fontsize=10, loc="left")

@@ -137,13 +137,38 @@ def type_problem(event: dict[str, Any]) -> str | None:
     return None
 
 
+def agent_files(agents_dir: Path) -> list[tuple[int | None, Path]]:
+    """The agents' record files of a run, in both layouts the runner writes:
+    ``agents/rank<r>.jsonl`` (one job: job None, the events say which) and
+    ``agents/job<id>/rank<r>.jsonl`` (several jobs).  Sorted by job, then rank."""
+    if not agents_dir.is_dir():
+        return []
+    out: list[tuple[int | None, Path]] = [(None, p) for p in agents_dir.glob("rank*.jsonl")]
+    for d in agents_dir.glob("job*"):
+        job_id = d.name[3:]
+        if d.is_dir() and job_id.isdigit():
+            out += [(int(job_id), p) for p in d.glob("rank*.jsonl")]
+
+    def key(item: tuple[int | None, Path]) -> tuple:
+        job, path = item
+        rank = path.stem[4:]
+        return (-1 if job is None else job, int(rank) if rank.isdigit() else 1 << 30, path.name)
+    return sorted(out, key=key)
+
+
 def read_agent_events(agents_dir: Path, sink: list[str]) -> list[dict[str, Any]]:
-    """Every valid event of every ``rank<r>.jsonl``, sorted by time."""
+    """Every valid event of every agent record file (``agent_files``), sorted
+    by time.  An event whose job differs from its ``job<id>`` directory's is
+    kept as the event says, with a warning; a file holding a (job, rank)
+    another file already held is skipped (its events would count twice)."""
     events: list[dict[str, Any]] = []
-    files = sorted(agents_dir.glob("rank*.jsonl")) if agents_dir.is_dir() else []
+    files = agent_files(agents_dir)
     if not files:
-        _warn(sink, f"{agents_dir}: no rank<r>.jsonl files")
-    for path in files:
+        _warn(sink, f"{agents_dir}: no rank<r>.jsonl files (nor job<id>/rank<r>.jsonl)")
+    owner: dict[tuple[Any, Any], Path] = {}   # (job, rank) -> the file that holds it
+    for dir_job, path in files:
+        kept: list[dict[str, Any]] = []
+        mismatched = 0
         for number, event in read_jsonl_numbered(path, sink):
             try:
                 validate(event)
@@ -154,8 +179,21 @@ def read_agent_events(agents_dir: Path, sink: list[str]) -> list[dict[str, Any]]
             if problem:
                 _warn(sink, f"{path}:{number}: {problem}; skipped it")
                 continue
-            events.append(event)
-    events.sort(key=lambda e: (e["t"], e["rank"]))
+            if dir_job is not None and event["job"] != dir_job:
+                mismatched += 1
+            kept.append(event)
+        if mismatched:
+            _warn(sink, f"{path}: {mismatched} event(s) of another job than the directory's ({dir_job}); "
+                        "kept them under the job they name")
+        pairs = {(e["job"], e["rank"]) for e in kept}
+        twice = sorted((pair for pair in pairs if pair in owner), key=str)
+        if twice:
+            job, rank = twice[0]
+            _warn(sink, f"{path}: job {job} rank {rank} is already in {owner[twice[0]]}; skipped this file")
+            continue
+        owner.update({pair: path for pair in pairs})
+        events.extend(kept)
+    events.sort(key=lambda e: (e["t"], e["job"], e["rank"]))
     return events
 
 

@@ -99,7 +99,47 @@ def run_summary(rm: dict[str, Any]) -> dict[str, Any]:
         "queue_marks": marks["queue_marks"],
         "cnp_tx": rm["cnp"]["tx"],
         "errors": [e for j in jobs for e in j["errors"]],
+        "jobs": {job: job_summary(jm) for job, jm in rm["jobs"].items()},
     }
+
+
+def job_summary(jm: dict[str, Any]) -> dict[str, Any]:
+    """One job of one run: its CCT per iteration and their mean, misalignment."""
+    iters = jm["iterations"]
+    exact_flags = [i["exact"] for i in iters if i["exact"] is not None]
+    return {
+        "ranks": len(jm["ranks"]),
+        "iterations": len(iters),
+        "iterations_complete": sum(1 for i in iters if i["complete"]),
+        "cct_by_iter_s": {str(i["iter"]): i["cct_s"] for i in iters},
+        "cct_s": list(jm["cct_s"]),
+        "cct_mean_s": _mean(jm["cct_s"]),
+        "misalignment_mean": jm["misalignment"]["mean"],
+        "misalignment_max": jm["misalignment"]["max"],
+        "exact": all(exact_flags) if exact_flags else None,
+    }
+
+
+def _job_order(jobs: Iterable[str]) -> list[str]:
+    return sorted(set(jobs), key=lambda j: (0, int(j), "") if str(j).isdigit() else (1, 0, str(j)))
+
+
+def summarise_jobs(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per job id over a variant's ok runs: pooled CCT samples, mean, std,
+    misalignment."""
+    out = {}
+    for job in _job_order(j for a in ok for j in a["summary"]["jobs"]):
+        rows = [a["summary"]["jobs"][job] for a in ok if job in a["summary"]["jobs"]]
+        ccts = [c for r in rows for c in r["cct_s"]]
+        out[job] = {
+            "runs": len(rows),
+            "ranks": max((r["ranks"] for r in rows), default=0),
+            "cct_n": len(ccts),
+            "cct_mean_s": _mean(ccts),
+            "cct_std_s": _std(ccts),
+            "misalignment_mean": _mean([r["misalignment_mean"] for r in rows]),
+        }
+    return out
 
 
 def summarise(analysed: list[dict[str, Any]]) -> dict[str, Any]:
@@ -129,12 +169,23 @@ def summarise(analysed: list[dict[str, Any]]) -> dict[str, Any]:
             "cnp_per_run": _mean([a["summary"]["cnp_tx"] for a in ok]),
             "goodput_mean_fraction": _mean([a["summary"]["goodput_mean_fraction"] for a in ok]),
             "wrong_results": [a["run"] for a in ok if a["summary"]["exact"] is False],
+            "jobs": summarise_jobs(ok),
         }
     base = out["variants"].get(BASELINE, {}).get("cct_mean_s")
+    base_jobs = out["variants"].get(BASELINE, {}).get("jobs", {})
     for v, row in out["variants"].items():
-        row["cct_change_pct"] = (None if v == BASELINE or base in (None, 0) or row["cct_mean_s"] is None
-                                 else (row["cct_mean_s"] - base) / base * 100.0)
+        row["cct_change_pct"] = _change(v, row["cct_mean_s"], base)
+        for job, jrow in row["jobs"].items():   # against the same job's baseline
+            jrow["cct_change_pct"] = _change(v, jrow["cct_mean_s"], base_jobs.get(job, {}).get("cct_mean_s"))
+    out["multi_job"] = any(len(a["summary"]["jobs"]) > 1 for a in analysed)
     return out
+
+
+def _change(variant: str, value: float | None, base: float | None) -> float | None:
+    """Percent change of a mean CCT against baseline's (negative = faster)."""
+    if variant == BASELINE or base in (None, 0) or value is None:
+        return None
+    return (value - base) / base * 100.0
 
 
 # ---------------------------------------------------------------- plots
@@ -266,6 +317,8 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
               "ranks, time-weighted mean over the run, and its maximum. Step-end skew: last minus first "
               "rank to end a step, mean over steps. Std: sample standard deviation of the pooled iterations. "
               "Failed or interrupted runs are listed below and left out of every figure in this table.", ""]
+    if summary.get("multi_job"):
+        lines += _per_job_markdown(summary, analysed)
     wrong = [r for row in summary["variants"].values() for r in row["wrong_results"]]
     if wrong:
         lines += [f"**Wrong AllReduce results** in: {', '.join(wrong)}", ""]
@@ -292,7 +345,7 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
               "(first `step_start` to last `step_end`), averaged over ranks and iterations; the link rate "
               "comes from config.toml's topology (`-` when it names none).", ""]
     captions = {
-        "timeline": "Per-step timeline: a row per rank, a bar per ring step (blue reduce-scatter, orange "
+        "timeline": "Per-step timeline: a row per rank (per job and rank when there are several jobs), a bar per ring step (blue reduce-scatter, orange "
                     "all-gather), jitter windows shaded red; the variants of one repeat share the time axis.",
         "misalignment": "Misalignment over time (newest minus oldest current step across ranks), ok runs.",
         "cct": "CCT distribution per variant (box: quartiles, diamond: mean, dots: iterations).",
@@ -307,6 +360,34 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
     if warnings:
         lines += ["## Warnings while reading", ""] + [f"- {w}" for w in warnings] + [""]
     return "\n".join(lines)
+
+
+def _per_job_markdown(summary: dict[str, Any], analysed: list[dict[str, Any]]) -> list[str]:
+    """The tables a run with several jobs needs: each job's CCT per variant
+    (against the same job's baseline), then each run's CCT per job and
+    iteration."""
+    lines = ["## CCT per job", "",
+             "| variant | job | ranks | CCT samples | mean CCT (s) | std (s) | change vs baseline (same job) "
+             "| misalignment mean (steps) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for v, row in summary["variants"].items():
+        for job, j in row["jobs"].items():
+            lines.append(f"| {v} | {job} | {j['ranks']} | {j['cct_n']} | {_f(j['cct_mean_s'], '{:.4f}')} "
+                         f"| {_f(j['cct_std_s'], '{:.4f}')} | {_pct(j['cct_change_pct'])} "
+                         f"| {_f(j['misalignment_mean'], '{:.2f}')} |")
+    lines += ["", "Each job's CCT is over its own ranks only; the summary above pools every job's iterations.", "",
+              "## CCT per job and iteration", "",
+              "| run | variant | status | job | iterations complete | CCT per iteration (s) | mean CCT (s) | exact |",
+              "|---|---|---|---|---|---|---|---|"]
+    for a in analysed:
+        for job in _job_order(a["summary"]["jobs"]):
+            j = a["summary"]["jobs"][job]
+            per_iter = ", ".join(f"{it}: {_f(c, '{:.4f}')}" for it, c in j["cct_by_iter_s"].items()) or "-"
+            lines.append(f"| {a['run']} | {a['variant']} | {a['status']} | {job} "
+                         f"| {j['iterations_complete']} / {j['iterations']} | {per_iter} "
+                         f"| {_f(j['cct_mean_s'], '{:.4f}')} | {_f(j['exact'], '{}')} |")
+    lines.append("")
+    return lines
 
 
 def default_out_dir(run_dirs: list[Path]) -> Path:

@@ -62,36 +62,33 @@ def _toml_value(v: Any) -> str:
     return repr(v)
 
 
-def config_text(host_rate_mbit: float | None = 20.0, n: int = 4, job: int = 1) -> str:
-    """A resolved config in the runner's shape: the topology and the job's
-    hosts in ring order (rank r on host h<r+1>)."""
-    lines = ["[topology]", 'kind = "star"', f"hosts = {n}"]
+def config_text(host_rate_mbit: float | None = 20.0, n: int = 4, job: int = 1,
+                jobs: dict[int, int] | None = None) -> str:
+    """A resolved config in the runner's shape: the topology and each job's
+    hosts in ring order.  One job: rank r on host h<r+1>; ``jobs`` (job id ->
+    ranks): the jobs take consecutive hosts in id order."""
+    jobs = jobs or {job: n}
+    total = sum(jobs.values())
+    lines = ["[topology]", 'kind = "star"', f"hosts = {total}"]
     if host_rate_mbit is not None:
         lines.append(f"host_rate_mbit = {_toml_value(host_rate_mbit)}")
-    hosts = ", ".join(f'"h{r + 1}"' for r in range(n))
-    lines += ["", "[[jobs]]", f"job = {job}", f"ranks = {n}", f"hosts = [{hosts}]"]
+    first = 1
+    for j, ranks in sorted(jobs.items()):
+        hosts = ", ".join(f'"h{first + r}"' for r in range(ranks))
+        lines += ["", "[[jobs]]", f"job = {j}", f"ranks = {ranks}", f"hosts = [{hosts}]"]
+        first += ranks
     return "\n".join(lines) + "\n"
 
 
-def write_run(run_dir: Path, times: Times, *, job: int = 1, variant: str = "baseline",
-              repeat: int = 0, status: str = "ok", reason: str = "", chunk_bytes: int = 250_000,
-              host_rate_mbit: float | None = 20.0,
-              switches: dict[str, dict[str, Any]] | None = None,
-              jitter: list[dict[str, Any]] | None = None,
-              rates: dict[int, list[tuple[int, float, float, float]]] | None = None,
-              cnps: dict[int, list[int]] | None = None) -> Path:
-    """Write a run directory from step times.
-
-    rates: sender rank -> [(t_ns, rc, rt, alpha)]; cnps: sender rank -> CNP
-    receive times (the receiver's tx event is written too)."""
-    run_dir = Path(run_dir)
-    (run_dir / "agents").mkdir(parents=True, exist_ok=True)
+def _write_agents(log_dir: Path, times: Times, job: int, chunk_bytes: int,
+                  rates: dict[int, list[tuple[int, float, float, float]]],
+                  cnps: dict[int, list[int]]) -> None:
+    """rank<r>.jsonl of one job's ranks into log_dir."""
+    log_dir.mkdir(parents=True, exist_ok=True)
     ranks = sorted({r for r, _, _ in times})
     n = len(ranks)
     n_steps = 2 * (n - 1)
     iters = sorted({i for _, i, _ in times})
-    cnps = cnps or {}
-    rates = rates or {}
     for r in ranks:
         rows: list[tuple[int, str, int, int, dict[str, Any]]] = []
         for it in iters:
@@ -117,15 +114,20 @@ def write_run(run_dir: Path, times: Times, *, job: int = 1, variant: str = "base
             if (sender + 1) % n == r:
                 rows.extend((t - 1000, "cnp", 0, 0, {"dir": "tx", "peer": sender}) for t in ts)
         rows.sort(key=lambda row: row[0])
-        with EventLog(run_dir / "agents" / f"rank{r}.jsonl", job=job, rank=r) as log:
+        with EventLog(log_dir / f"rank{r}.jsonl", job=job, rank=r) as log:
             for t, kind, it, step, fields in rows:
                 log.emit(kind, iter=it, step=step, t=t, **fields)
-    first = min(s for s, _ in times.values())
-    last = max(e for _, e in times.values())
+
+
+def _write_rest(run_dir: Path, all_times: list[Times], config: str, variant: str, repeat: int, status: str,
+                reason: str, switches: dict[str, dict[str, Any]] | None,
+                jitter: list[dict[str, Any]] | None) -> None:
+    first = min(s for times in all_times for s, _ in times.values())
+    last = max(e for times in all_times for _, e in times.values())
     meta = {"target": "synthetic", "seed": 1, "variant": variant, "repeat": repeat,
             "status": status, "reason": reason, "wall_s": (last - first) / 1e9, "t0_ns": first}
     (run_dir / "meta.json").write_text(json.dumps(meta, indent=1))
-    (run_dir / "config.toml").write_text(config_text(host_rate_mbit, n, job))
+    (run_dir / "config.toml").write_text(config)
     if switches is not None:
         (run_dir / "switches").mkdir(exist_ok=True)
         for name, dump in switches.items():
@@ -134,6 +136,43 @@ def write_run(run_dir: Path, times: Times, *, job: int = 1, variant: str = "base
         with (run_dir / "jitter.jsonl").open("w") as f:
             for line in jitter:
                 f.write(json.dumps(line) + "\n")
+
+
+def write_run(run_dir: Path, times: Times, *, job: int = 1, variant: str = "baseline",
+              repeat: int = 0, status: str = "ok", reason: str = "", chunk_bytes: int = 250_000,
+              host_rate_mbit: float | None = 20.0,
+              switches: dict[str, dict[str, Any]] | None = None,
+              jitter: list[dict[str, Any]] | None = None,
+              rates: dict[int, list[tuple[int, float, float, float]]] | None = None,
+              cnps: dict[int, list[int]] | None = None) -> Path:
+    """Write a one-job run directory (agents/rank<r>.jsonl) from step times.
+
+    rates: sender rank -> [(t_ns, rc, rt, alpha)]; cnps: sender rank -> CNP
+    receive times (the receiver's tx event is written too)."""
+    run_dir = Path(run_dir)
+    _write_agents(run_dir / "agents", times, job, chunk_bytes, rates or {}, cnps or {})
+    n = len({r for r, _, _ in times})
+    _write_rest(run_dir, [times], config_text(host_rate_mbit, n, job), variant, repeat, status, reason,
+                switches, jitter)
+    return run_dir
+
+
+def write_jobs_run(run_dir: Path, jobs: dict[int, Times], *, variant: str = "baseline", repeat: int = 0,
+                   status: str = "ok", reason: str = "", chunk_bytes: int = 250_000,
+                   host_rate_mbit: float | None = 20.0,
+                   switches: dict[str, dict[str, Any]] | None = None,
+                   jitter: list[dict[str, Any]] | None = None,
+                   rates: dict[int, dict[int, list[tuple[int, float, float, float]]]] | None = None,
+                   cnps: dict[int, dict[int, list[int]]] | None = None) -> Path:
+    """Write a run directory of several jobs as the runner lays it out:
+    agents/job<id>/rank<r>.jsonl.  jobs: job id -> its step times; rates and
+    cnps: job id -> as in ``write_run``."""
+    run_dir = Path(run_dir)
+    for job, times in sorted(jobs.items()):
+        _write_agents(run_dir / "agents" / f"job{job}", times, job, chunk_bytes,
+                      (rates or {}).get(job, {}), (cnps or {}).get(job, {}))
+    config = config_text(host_rate_mbit, jobs={j: len({r for r, _, _ in t}) for j, t in jobs.items()})
+    _write_rest(run_dir, list(jobs.values()), config, variant, repeat, status, reason, switches, jitter)
     return run_dir
 
 
