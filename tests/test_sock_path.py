@@ -16,7 +16,8 @@ import pytest
 
 from tests.conftest import needs_root
 from topologies.names import PREFIX, new_lab_id
-from topologies.state import SUN_PATH_MAX, StateFile, clean_state, remove_sock_dir, sock_path_problem
+from topologies.state import (SUN_PATH_MAX, StateFile, clean_state, remove_orphan_sock_dirs, remove_sock_dir,
+                               sock_path_problem)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,6 +67,17 @@ def test_a_state_file_cannot_make_clean_net_remove_another_directory(tmp_path):
     (own / "notes").write_text("x")
     assert remove_sock_dir(state_path, {"id": "ef56", "sock_dir": str(own)}) is None
     assert (own / "notes").exists()
+
+
+def test_orphan_sock_dirs_go_and_a_live_networks_stays(tmp_path):
+    live = StateFile("aa11", f"{PREFIX}aa11", state_dir=tmp_path)
+    _stale_socket(live.make_sock_dir() / "s1.sock")
+    orphan = tmp_path / "bb22"               # its state file is gone (crash mid-teardown)
+    orphan.mkdir()
+    _stale_socket(orphan / "s1.sock")
+    assert remove_orphan_sock_dirs(tmp_path) == [str(orphan)]
+    assert not orphan.exists() and (live.sock_dir / "s1.sock").exists()
+    live.remove()
 
 
 def _stale_socket(path: Path) -> None:
@@ -139,3 +151,42 @@ def _zombie(pid: int) -> bool:
     except OSError:
         return True
     return stat[stat.rindex(")") + 2] in "ZX"
+
+
+CHILD = """
+import sys, time
+from topologies.network import TestbedNetwork
+net = TestbedNetwork({"kind": "star", "hosts": 2}, [{"ranks": 2}], target="soft", run_dir=sys.argv[1])
+with net:
+    print("READY", net.id, net.state.path, flush=True)
+    time.sleep(1000)
+"""
+
+
+@needs_root
+@pytest.mark.mininet
+def test_clean_net_removes_the_sock_dir_after_the_owner_was_killed(tmp_path):
+    try:
+        import topologies.twin.__main__  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"soft target not available: {exc}")
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(_long_dir(tmp_path))], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().split()
+    if not line or line[0] != "READY":
+        proc.kill()
+        raise AssertionError(f"child did not start: {line} {proc.stderr.read()[-2000:]}")
+    _, net_id, state_path = line
+    state_path = Path(state_path)
+    sock_dir = state_path.parent / net_id
+    assert (sock_dir / "s1.sock").exists()
+    proc.kill()                              # no teardown: the state file is all that is left
+    proc.wait(timeout=10)
+    out = subprocess.run([sys.executable, "-m", "topologies.cleanup", "--id", net_id], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert str(sock_dir) in out.stdout
+    assert not sock_dir.exists() and not state_path.exists()
+    from topologies.nslab import list_links, list_netns
+    assert not [x for x in list_links() if x.startswith(f"{PREFIX}{net_id}")]
+    assert not [x for x in list_netns() if x.startswith(f"{PREFIX}-{net_id}-")]

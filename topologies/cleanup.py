@@ -7,7 +7,8 @@ project's names (the PREFIX of topologies.names), never Mininet's `mn -c`.
    prefixed interfaces; then the file.  A network whose owner still runs is
    left alone (``--force`` removes it too).
 2. Every other namespace or interface with the project prefix (namespace labs
-   of topologies.nslab, leftovers without a state file).
+   of topologies.nslab, leftovers without a state file), and socket
+   directories in /run/symphony/ whose network has no state file left.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 
 from topologies.names import PREFIX
 from topologies.nslab import list_links, list_netns, sh
-from topologies.state import clean_state, owner_alive, read_states
+from topologies.state import clean_state, owner_alive, read_states, remove_orphan_sock_dirs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         if link.startswith(PREFIX) and not any(p and link.startswith(p) for p in live_prefixes):
             sh("ip", "link", "del", link, check=False)
             removed.append(link)
+    removed += remove_orphan_sock_dirs()
     print(f"clean-net: removed {len(removed)} item(s)" + (": " + " ".join(removed) if removed else ""))
     return 0
 

@@ -136,6 +136,21 @@ def remove_sock_dir(state_path: Path, data: dict) -> str | None:
     return str(d)
 
 
+def remove_orphan_sock_dirs(state_dir: Path | None = None) -> list[str]:
+    """Socket directories whose network has no state file: a network writes
+    its state file before its socket directory and removes it after, so such
+    a directory is left from a crash.  Returns the ones removed."""
+    d = Path(state_dir or STATE_DIR)
+    out = []
+    for sub in sorted(d.iterdir()) if d.is_dir() else []:
+        state = d / f"{sub.name}.json"
+        if sub.is_dir() and not state.exists():
+            gone = remove_sock_dir(state, {"id": sub.name, "sock_dir": str(sub)})
+            if gone:
+                out.append(gone)
+    return out
+
+
 def kill_pid(pid: int, started: int | None, sig: int = signal.SIGKILL) -> bool:
     """Kill a process (its whole group when it leads one) if it is still the
     process recorded.  Returns True when a signal was sent."""
