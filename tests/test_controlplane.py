@@ -53,7 +53,7 @@ def test_forward_and_flow_entries_in_bmv2_formats(installed):
     tracks = [c for c in fwd if c[0] == "symphony_flows"]
     # ring h1 -> h3 -> h2 -> h4 -> h1: all four flows cross l1, n_local 4
     assert len(tracks) == 4
-    assert tracks[0] == ("symphony_flows", "track", ["10.0.0.1", "10.0.0.3", "5000"], ["0", "0", "4", "3", "1"])
+    assert tracks[0] == ("symphony_flows", "track", ["10.0.0.1", "10.0.0.3", "5000"], ["0", "0", "4", "3", "1", "0"])
 
 
 def test_job_state_starts_before_step_zero(installed):
@@ -118,12 +118,12 @@ class PipelineClient:
 
 
 
-def walk(topo, switches, src, dst, sport, dport, qdepth=0):
+def walk(topo, switches, src, dst, sport, dport, qdepth=0, **build_kw):
     """Send one frame from host src hop by hop through the pipelines; returns
     (host reached, frame there, switches crossed)."""
     from topologies.twin import packets
     s, d = topo.host(src), topo.host(dst)
-    frame = packets.build(s.ip, d.ip, sport=sport, dport=dport, ecn=2, eth_src=s.mac, eth_dst=d.mac)
+    frame = packets.build(s.ip, d.ip, sport=sport, dport=dport, ecn=2, eth_src=s.mac, eth_dst=d.mac, **build_kw)
     node, port = topo.access_switch(src)
     crossed = []
     while topo.is_switch(node):
@@ -179,3 +179,67 @@ def test_refused_entries_fail_the_install():
     plans = cp.plan(topo, place_jobs(topo, [{"ranks": 2}]), threshold=1, enabled=True, depth=64)
     with pytest.raises(RuntimeError, match="table forward holds 1 entries, 2 installed"):
         cp.install(Recorder(refused=1), plans["s1"], {"kmin": 1, "kmax": 2, "pmax": 0.1}, {})
+
+
+def test_tcp_job_installed_in_its_mode_and_tracked_by_dscp():
+    """A TCP job's flows carry tcp = 1 and start at the 6-bit tag before step
+    0 (63); its segments are counted by (src, dst, TCP dport) with the step
+    in the DSCP, next to a UDP job on the same switches."""
+    from hosts.wire import tag_dscp, tag_port
+    from topologies.twin import packets
+    topo = build({"kind": "leafspine", "hosts": 4, "leaves": 2, "spines": 1, "host_rate_mbit": 10})
+    specs = place_jobs(topo, [{"ranks": 4, "transport": "tcp"}, {"ranks": 2, "transport": "udp"}])
+    plans = cp.plan(topo, specs, threshold=1, enabled=True, depth=64)
+    client = Recorder()
+    cp.install(client, plans["l1"], {"kmin": 5, "kmax": 20, "pmax": 0.2}, {})
+    tracks = [c for c in client.of("table_add") if c[0] == "symphony_flows"]
+    tcp_port, udp_port = specs[0]["data_port"], specs[1]["data_port"]
+    assert {t[3][5] for t in tracks if t[2][2] == str(tcp_port)} == {"1"}
+    assert {t[3][5] for t in tracks if t[2][2] == str(udp_port)} == {"0"}
+    writes = client.of("register_write")
+    tcp_ids = [f.flow_id for f in plans["l1"].flows if f.tcp]
+    assert tcp_ids and all(("flow_step", i, pn.DSCP_TAG_MASK) in writes for i in tcp_ids)
+    assert ("frontier", plans["l1"].jobs[specs[0]["job"]], pn.DSCP_TAG_MASK) in writes
+    assert ("frontier", plans["l1"].jobs[specs[1]["job"]], TAG_MASK) in writes
+
+    switches = {}
+    for name, p in plans.items():
+        switches[name] = PipelineClient()
+        cp.install(switches[name], p, {"kmin": 5, "kmax": 20, "pmax": 0.2}, {"k_sym": 1, "p_sym": 1.0})
+    a, b = (r["host"] for r in specs[0]["ranks"][:2])
+    tcp = dict(proto="tcp")
+    for step in (0, 1):
+        reached, frame, crossed = walk(topo, switches, a, b, 40001, tcp_port, qdepth=1, dscp=tag_dscp(step), **tcp)
+        assert reached == b and packets.fields(frame)["dscp"] == step
+    # step 1 is 2 ahead of the frontier (63, before step 0) > threshold 1, one packet waits: Symphony marks
+    assert packets.fields(frame)["ecn"] == 3
+    for sw in crossed:
+        dump = cp.dump_switch(switches[sw], plans[sw])
+        fid = next(f["flow_id"] for f in dump["flows"] if f["dport"] == tcp_port and f["tcp"] == 1
+                   and f["src_ip"] == topo.host(a).ip and f["dst_ip"] == topo.host(b).ip)
+        assert dump["counters"]["pkts"][str(fid)]["packets"] == 2
+        assert dump["registers"]["flow_step"][fid] == 1
+    # the same key over UDP with a source-port tag is not this flow: not counted
+    walk(topo, switches, a, b, tag_port(2), tcp_port)
+    assert cp.dump_switch(switches[crossed[0]], plans[crossed[0]])["registers"]["flow_step"][fid] == 1
+
+
+def _ring(job, n, transport):
+    return {"job": job, "data_port": 5000, "transport": transport,
+            "ranks": [{"rank": r, "ip": f"10.0.{r // 200}.{r % 200 + 1}"} for r in range(n)]}
+
+
+def test_jobs_larger_than_their_tag_are_refused():
+    cp.check_jobs([_ring(1, pn.max_ranks(True), "tcp"), _ring(2, pn.max_ranks(False), "udp")], threshold=1)
+    with pytest.raises(ValueError, match=r"job 3: transport tcp carries the step in a 6-bit DSCP tag.*"
+                                         r"at most 32 ranks, got 33"):
+        cp.check_jobs([_ring(3, 33, "tcp")], threshold=1)
+    with pytest.raises(ValueError, match="at most 64 ranks, got 65"):
+        cp.check_jobs([_ring(4, 65, "udp")], threshold=1)
+    with pytest.raises(ValueError, match=r"threshold must be in 0\.\.31, got 32"):
+        cp.check_jobs([_ring(5, 4, "tcp")], threshold=32)
+    cp.check_jobs([_ring(6, 4, "udp")], threshold=32)
+    # the plan refuses them before anything is installed
+    topo = build({"kind": "star", "hosts": 2})
+    with pytest.raises(ValueError, match="threshold"):
+        cp.plan(topo, place_jobs(topo, [{"ranks": 2, "transport": "tcp"}]), threshold=40, enabled=True, depth=64)

@@ -152,8 +152,11 @@ def test_tag_agrees_with_wire():
     assert p4names.TAG_BITS == wire.TAG_BITS
     assert p4names.TAG_BASE == wire.TAG_PORT_BASE
     assert p4names.TAG_MASK == wire.TAG_MASK
-    # 2^TAG_BITS a multiple of W: step mod W survives the tag's wrap-around
+    assert p4names.DSCP_TAG_BITS == wire.DSCP_TAG_BITS
+    assert p4names.DSCP_TAG_MASK == wire.DSCP_TAG_MASK
+    # 2^w a multiple of W for both tags: step mod W survives either wrap-around
     assert (1 << p4names.TAG_BITS) % p4names.W == 0
+    assert (1 << p4names.DSCP_TAG_BITS) % p4names.W == 0
 
 
 def test_registers_agree(target):

@@ -17,6 +17,13 @@ def test_serial_after_wraps():
     assert not after(N.TAG_HALF, 0) and after(N.TAG_HALF - 1, 0)
 
 
+def test_serial_after_on_the_dscp_tag():
+    # TCP mode: 6-bit tags, 0 after 63, half range 32
+    assert after(0, 63, tcp=True) and after(31, 0, tcp=True)
+    assert not after(32, 0, tcp=True) and not after(63, 0, tcp=True) and not after(7, 7, tcp=True)
+    assert not after(0, 63)                      # the same values are far apart on the 14-bit tag
+
+
 def test_checksum_matches_a_known_header():
     # RFC 1071-style example header (checksum 0xb861)
     hdr = bytes.fromhex("450000730000400040110000c0a80001c0a800c7")
@@ -71,12 +78,26 @@ def test_job_install_writes():
         S.job_install_writes(0, [N.MAX_FLOWS], 0)
 
 
+def test_job_install_writes_tcp_in_the_6_bit_width():
+    writes = S.job_install_writes(1, [3], 0, tcp=True)
+    assert ("flow_step", 3, N.DSCP_TAG_MASK) in writes and ("frontier", 1, N.DSCP_TAG_MASK) in writes
+    assert ("frontier", 1, 63 - 1) in S.job_install_writes(1, [3], 64 + 63, tcp=True)
+
+
 def test_track_params_checked():
-    assert S.track_params(1, 2, 3, 4, True) == ["1", "2", "3", "4", "1"]
-    for bad in [dict(flow_id=N.MAX_FLOWS), dict(job_slot=N.MAX_JOBS), dict(n_local=0), dict(threshold=N.TAG_HALF)]:
+    assert S.track_params(1, 2, 3, 4, True) == ["1", "2", "3", "4", "1", "0"]
+    assert S.track_params(1, 2, 3, 31, True, tcp=True) == ["1", "2", "3", "31", "1", "1"]
+    for bad in [dict(flow_id=N.MAX_FLOWS), dict(job_slot=N.MAX_JOBS), dict(n_local=0), dict(threshold=N.TAG_HALF),
+                dict(threshold=N.DSCP_TAG_HALF, tcp=True)]:
         args = dict(flow_id=0, job_slot=0, n_local=2, threshold=1, enabled=1) | bad
         with pytest.raises(ValueError):
             S.track_params(**args)
+
+
+def test_max_ranks_per_mode():
+    # a ring spreads N-1 steps: below W and below the tag's half range
+    assert N.max_ranks(False) == N.W == 64
+    assert N.max_ranks(True) == N.DSCP_TAG_HALF == 32
 
 
 @pytest.mark.parametrize("kmin, kmax, pmax", [(5, 20, 0.2), (0, 3, 1.0), (10, 10, 0.5), (100, 2000, 0.1)])

@@ -13,6 +13,11 @@ job (not per port), so a switch compares a flow with all the job's flows it
 sees; per-port counting would need per-port frontiers the program does not
 have.
 
+Mode: a job's transport decides where its step tag is (UDP source port, 14
+bits; TCP: the DSCP, 6 bits); its flows are installed with that mode, and a
+job larger than its tag can order (p4names.max_ranks: 64 ranks over UDP, 32
+over TCP) or a threshold beyond the tag's half range is refused.
+
 Queue rate: BMv2's set_queue_rate counts packets per second, not bytes, so
 a link's rate becomes rate_bit_s / (8 * ASSUMED_PACKET_BYTES) with full-size
 1500-byte frames assumed; small packets (ACKs, CNPs) then take a full slot
@@ -23,6 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hosts.job import JobSpec
+from topologies import p4names
 from topologies.placement import ring_flows
 from topologies.topo import HOST_LINK, TopoSpec, next_ports, route
 
@@ -54,6 +61,7 @@ class FlowEntry:
     n_local: int
     threshold: int
     enabled: int       # 0: baseline, 1: Symphony
+    tcp: int = 0       # 1: the job runs over TCP (step tag in the DSCP), 0: UDP
 
 
 @dataclass(frozen=True)
@@ -106,13 +114,37 @@ def n_local(topo: TopoSpec, specs: list[dict], table: dict | None = None) -> dic
     return counts
 
 
+def job_is_tcp(spec: dict) -> bool:
+    """The job's flows carry the step in the DSCP (TCP) rather than the UDP source port."""
+    return spec.get("transport", JobSpec.transport) == "tcp"
+
+
+def check_jobs(specs: list[dict], threshold: int) -> None:
+    """Refuse jobs the program cannot track: a ring spreads up to N-1 steps,
+    which must stay below the mode's serial half range and W; the
+    outpacing threshold must be below the half range too."""
+    for spec in specs:
+        tcp = job_is_tcp(spec)
+        mode = (f"transport tcp carries the step in a {p4names.DSCP_TAG_BITS}-bit DSCP tag" if tcp else
+                f"transport udp carries the step in a {p4names.TAG_BITS}-bit source-port tag")
+        n, limit = len(spec["ranks"]), p4names.max_ranks(tcp)
+        if n > limit:
+            raise ValueError(f"job {spec['job']}: {mode} and a {p4names.W}-slot window, so a ring of at most "
+                             f"{limit} ranks, got {n}")
+        if not 0 <= threshold < p4names.tag_half(tcp):
+            raise ValueError(f"job {spec['job']}: {mode}, so symphony.threshold must be in "
+                             f"0..{p4names.tag_half(tcp) - 1}, got {threshold}")
+
+
 def flow_entries(topo: TopoSpec, specs: list[dict], threshold: int, enabled: bool,
                  max_flows: int | None = None, max_jobs: int | None = None,
                  table: dict | None = None) -> dict[str, tuple[list[FlowEntry], dict[int, int]]]:
     """switch -> (flow entries, job id -> slot).  Flow ids and job slots are
     dense per switch, in job then rank order; raises ValueError when a switch
     would need more than the program's register sizes."""
+    check_jobs(specs, threshold)
     counts = n_local(topo, specs, table)
+    tcp = {spec["job"]: int(job_is_tcp(spec)) for spec in specs}
     out = {}
     for sw, flows in flows_by_switch(topo, specs, table).items():
         slots: dict[int, int] = {}
@@ -120,7 +152,7 @@ def flow_entries(topo: TopoSpec, specs: list[dict], threshold: int, enabled: boo
         for job, src, dst, dport in flows:
             slot = slots.setdefault(job, len(slots))
             entries.append(FlowEntry(topo.host(src).ip, topo.host(dst).ip, dport, len(entries), slot,
-                                     job, counts[(sw, job)], threshold, int(bool(enabled))))
+                                     job, counts[(sw, job)], threshold, int(bool(enabled)), tcp[job]))
         if max_flows is not None and len(entries) > max_flows:
             raise ValueError(f"switch {sw}: {len(entries)} job flows exceed the program's {max_flows} flow slots")
         if max_jobs is not None and len(slots) > max_jobs:
@@ -177,10 +209,13 @@ def install(client, plan: SwitchPlan, ecn: dict, symphony: dict) -> None:
     for e in plan.forward:
         client.table_add(pn.FORWARD, "ipv4_forward", [e.prefix], [e.dst_mac, str(e.port)])
     for f in plan.flows:
-        ss.add_flow(client, f.src_ip, f.dst_ip, f.dport, f.flow_id, f.job_slot, f.n_local, f.threshold, f.enabled)
+        ss.add_flow(client, f.src_ip, f.dst_ip, f.dport, f.flow_id, f.job_slot, f.n_local, f.threshold, f.enabled,
+                    f.tcp)
     for job, slot in plan.jobs.items():
-        # DESIGN.md: flows and frontier start at the step before the first (0)
-        ss.install_job(client, slot, [f.flow_id for f in plan.flows if f.job == job], first_step=0)
+        # DESIGN.md: flows and frontier start at the step before the first
+        # (0), in the job's tag width (all its flows share the mode)
+        flows = [f for f in plan.flows if f.job == job]
+        ss.install_job(client, slot, [f.flow_id for f in flows], first_step=0, tcp=flows[0].tcp)
     ss.install_queue_ecn(client, int(ecn["kmin"]), int(ecn["kmax"]), float(ecn["pmax"]))
     ss.install_sym_ecn(client, int(symphony.get("k_sym", pn.K_SYM_DEFAULT)), float(symphony.get("p_sym", 1.0)))
     verify_entries(client, plan)

@@ -16,8 +16,13 @@ Control-plane conventions (the same calls on BMv2 and the twin):
   frame (hosts use static ARP).
 - ``symphony_flows``: ``table_add("symphony_flows", "track",
   [src_ip, dst_ip, str(dport)], [flow_id, job_slot, n_local, threshold,
-  enabled])``.  Only tagged UDP packets (source port 0xC000 | tag) are looked
-  up; TCP flows are forwarded and ECN-marked by queue depth but not tracked.
+  enabled, tcp])``.  The key's port is the UDP or TCP destination port
+  (``meta.l4_dport``, set by the parser).  Tagged UDP packets (source port
+  0xC000 | tag, 14-bit tag) and TCP segments (tag in the DSCP, 6 bits) are
+  looked up; ``tcp`` (the job's transport) says which one the flow is: a
+  packet of the other protocol is forwarded but not tracked.  Serial
+  arithmetic uses the mode's tag width (``tag_bits(tcp)``); register values
+  are tags of that width held in 16 bits.
 - ECN parameters live in two egress tables rather than registers:
   ``queue_ecn`` (range on the queue depth at enqueue -> ``queue_mark_prob(p)``)
   carries Kmin, Kmax and Pmax as ranges, and the keyless ``sym_ecn`` carries
@@ -39,6 +44,9 @@ TAG_BITS = 14
 TAG_BASE = 0xC000
 TAG_MASK = (1 << TAG_BITS) - 1
 TAG_HALF = 1 << (TAG_BITS - 1)
+DSCP_TAG_BITS = 6          # TCP mode: the tag in the DSCP
+DSCP_TAG_MASK = (1 << DSCP_TAG_BITS) - 1
+DSCP_TAG_HALF = 1 << (DSCP_TAG_BITS - 1)
 W = 64                     # step_count slots per job
 W_BITS = 6
 MAX_FLOWS = 1024
@@ -59,6 +67,9 @@ P4_CONSTANTS = {
     "SYM_TAG_BASE": TAG_BASE,
     "SYM_TAG_MASK": TAG_MASK,
     "SYM_TAG_HALF": TAG_HALF,
+    "SYM_DSCP_TAG_BITS": DSCP_TAG_BITS,
+    "SYM_DSCP_TAG_MASK": DSCP_TAG_MASK,
+    "SYM_DSCP_TAG_HALF": DSCP_TAG_HALF,
     "SYM_W": W,
     "SYM_W_BITS": W_BITS,
     "SYM_MAX_FLOWS": MAX_FLOWS,
@@ -116,7 +127,8 @@ COUNTERS = {c.name: c for c in (
 ACTIONS = {
     "ipv4_forward": (("dst_mac", 48), ("port", PORT_BITS)),
     "drop": (),
-    "track": (("flow_id", 16), ("job_slot", 8), ("n_local", 8), ("threshold", 16), ("enabled", 1)),
+    "track": (("flow_id", 16), ("job_slot", 8), ("n_local", 8), ("threshold", 16), ("enabled", 1),
+              ("tcp", 1)),
     "queue_mark_prob": (("prob", 17),),
     "set_sym_ecn": (("k", QDEPTH_BITS), ("p", 17)),
     "NoAction": (),
@@ -125,7 +137,7 @@ ACTIONS = {
 TABLES = {t.name: t for t in (
     Table("forward", (("hdr.ipv4.dst_addr", "lpm", 32),), ("ipv4_forward", "drop"), "drop", FORWARD_SIZE),
     Table("symphony_flows", (("hdr.ipv4.src_addr", "exact", 32), ("hdr.ipv4.dst_addr", "exact", 32),
-                             ("hdr.udp.dst_port", "exact", 16)), ("track", "NoAction"), "NoAction", FLOWS_SIZE),
+                             ("meta.l4_dport", "exact", 16)), ("track", "NoAction"), "NoAction", FLOWS_SIZE),
     Table("queue_ecn", (("meta.qdepth", "range", QDEPTH_BITS),), ("queue_mark_prob", "NoAction"), "NoAction",
           QUEUE_ECN_SIZE),
     Table("sym_ecn", (), ("set_sym_ecn",), "set_sym_ecn", None),
@@ -135,6 +147,29 @@ TABLES = {t.name: t for t in (
 FORWARD, SYMPHONY_FLOWS, QUEUE_ECN, SYM_ECN = "forward", "symphony_flows", "queue_ecn", "sym_ecn"
 FLOW_STEP, STEP_COUNT, FRONTIER = "flow_step", "step_count", "frontier"
 PKTS, SYM_MARKS, QUEUE_MARKS, FLOW_QUEUE_MARKS = "pkts", "sym_marks", "queue_marks", "flow_queue_marks"
+
+
+def tag_bits(tcp: bool | int) -> int:
+    """Width of a flow's step tag: 6 bits (DSCP) in TCP mode, 14 (UDP source port) otherwise."""
+    return DSCP_TAG_BITS if tcp else TAG_BITS
+
+
+def tag_mask(tcp: bool | int) -> int:
+    return (1 << tag_bits(tcp)) - 1
+
+
+def tag_half(tcp: bool | int) -> int:
+    """2^(w-1): serial arithmetic orders tags less than this far apart."""
+    return 1 << (tag_bits(tcp) - 1)
+
+
+def max_ranks(tcp: bool | int) -> int:
+    """Largest ring the program tracks in a mode.  A ring of N ranks spreads
+    at most N-1 steps; that spread must stay below the serial half range of
+    the tag (else a newer step reads as older) and below W (else a
+    step_count slot is reused while the older step is still counting):
+    N - 1 < min(W, 2^(w-1)).  UDP: 64 ranks (W); TCP: 32 ranks (the 6-bit tag)."""
+    return min(W, tag_half(tcp))
 
 
 def step_slot(job_slot: int, step: int) -> int:

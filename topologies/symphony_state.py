@@ -6,6 +6,10 @@ p4-utils' SimpleSwitchThriftAPI for BMv2 or topologies.twin.client.TwinClient
 (or a twin Pipeline directly).  The pure halves (``*_entries``, ``*_params``,
 ``job_install_writes``) compute what to send and are unit-tested.
 
+A job's transport sets its flows' mode (``tcp``): the step tag is 14 bits
+(UDP source port) or 6 bits (DSCP of TCP segments), and the job's register
+values are tags of that width.
+
 Queue depths are in the target's unit: packets on BMv2 and the twin, 176-byte
 cells on Tofino2; the caller converts Kmin, Kmax and K_sym.
 """
@@ -26,13 +30,15 @@ def prob_units(p: float, what: str = "probability") -> int:
 
 # --- job install state ------------------------------------------------------
 
-def job_install_writes(job_slot: int, flow_ids: list[int], first_step: int) -> list[tuple[str, int, int]]:
+def job_install_writes(job_slot: int, flow_ids: list[int], first_step: int,
+                       tcp: bool | int = False) -> list[tuple[str, int, int]]:
     """(register, index, value) writes that install a job: its flows'
     flow_step and its frontier at the step before the first step (so the
-    first packet counts), its W step_count slots at zero."""
+    first packet counts), in the mode's tag width, its W step_count slots
+    at zero."""
     if not 0 <= job_slot < N.MAX_JOBS:
         raise ValueError(f"job_slot must be in 0..{N.MAX_JOBS - 1}, got {job_slot}")
-    before = (first_step - 1) & N.TAG_MASK
+    before = (first_step - 1) & N.tag_mask(tcp)
     writes = []
     for f in flow_ids:
         if not 0 <= f < N.MAX_FLOWS:
@@ -43,31 +49,37 @@ def job_install_writes(job_slot: int, flow_ids: list[int], first_step: int) -> l
     return writes
 
 
-def install_job(client, job_slot: int, flow_ids: list[int], first_step: int = 0) -> None:
-    for name, index, value in job_install_writes(job_slot, flow_ids, first_step):
+def install_job(client, job_slot: int, flow_ids: list[int], first_step: int = 0, tcp: bool | int = False) -> None:
+    for name, index, value in job_install_writes(job_slot, flow_ids, first_step, tcp):
         client.register_write(name, index, value)
 
 
 # --- symphony_flows ---------------------------------------------------------
 
-def track_params(flow_id: int, job_slot: int, n_local: int, threshold: int, enabled: bool | int) -> list[str]:
+def track_params(flow_id: int, job_slot: int, n_local: int, threshold: int, enabled: bool | int,
+                 tcp: bool | int = False) -> list[str]:
     """Action parameters of symphony_flows' track(), checked against the
-    program's sizes and widths."""
+    program's sizes and widths (the threshold against the mode's tag: a
+    distance of half the tag range or more is never 'ahead')."""
     if not 0 <= flow_id < N.MAX_FLOWS:
         raise ValueError(f"flow_id must be in 0..{N.MAX_FLOWS - 1}, got {flow_id}")
     if not 0 <= job_slot < N.MAX_JOBS:
         raise ValueError(f"job_slot must be in 0..{N.MAX_JOBS - 1}, got {job_slot}")
     if not 1 <= n_local <= 255:
         raise ValueError(f"n_local must be in 1..255, got {n_local}")
-    if not 0 <= threshold < N.TAG_HALF:
-        raise ValueError(f"threshold must be in 0..{N.TAG_HALF - 1}, got {threshold}")
-    return [str(flow_id), str(job_slot), str(n_local), str(threshold), str(int(bool(enabled)))]
+    half = N.tag_half(tcp)
+    if not 0 <= threshold < half:
+        mode = "TCP (6-bit DSCP tag)" if tcp else "UDP (14-bit tag)"
+        raise ValueError(f"threshold must be in 0..{half - 1} for {mode}, got {threshold}")
+    return [str(flow_id), str(job_slot), str(n_local), str(threshold), str(int(bool(enabled))),
+            str(int(bool(tcp)))]
 
 
 def add_flow(client, src_ip: str, dst_ip: str, dport: int, flow_id: int, job_slot: int, n_local: int,
-             threshold: int, enabled: bool | int):
+             threshold: int, enabled: bool | int, tcp: bool | int = False):
+    """One ring flow; tcp: the job runs over TCP (tag in the DSCP)."""
     return client.table_add(N.SYMPHONY_FLOWS, "track", [src_ip, dst_ip, str(dport)],
-                            track_params(flow_id, job_slot, n_local, threshold, enabled))
+                            track_params(flow_id, job_slot, n_local, threshold, enabled, tcp))
 
 
 # --- ECN parameters ---------------------------------------------------------

@@ -7,18 +7,37 @@
 #ifndef _SYM_CONSTANTS_P4_
 #define _SYM_CONSTANTS_P4_
 
-/* Step tag in the UDP source port: 0xC000 | (step & 0x3FFF). */
+/* Serial arithmetic on a w-bit tag: a is after b when
+ * 0 < (a - b) mod 2^w < 2^(w-1).  MASK = 2^w - 1, HALF = 2^(w-1). */
+#define SYM_SERIAL_AFTER(a, b, MASK, HALF) ((((a) - (b)) & (MASK)) != 0 && (((a) - (b)) & (MASK)) < (HALF))
+
+/* UDP mode: the step tag in the UDP source port, 0xC000 | (step & 0x3FFF). */
 #define SYM_TAG_BITS   14
 #define SYM_TAG_BASE   0xC000
 #define SYM_TAG_MASK   0x3FFF
-#define SYM_TAG_HALF   0x2000      /* serial arithmetic: a after b when 0 < (a-b) mod 2^14 < 2^13 */
-#define SYM_AFTER(a, b) ((((a) - (b)) & SYM_TAG_MASK) != 0 && (((a) - (b)) & SYM_TAG_MASK) < SYM_TAG_HALF)
+#define SYM_TAG_HALF   0x2000
+#define SYM_AFTER(a, b) SYM_SERIAL_AFTER(a, b, SYM_TAG_MASK, SYM_TAG_HALF)
+
+/* TCP mode (a connection keeps its ports): the step tag in the DSCP,
+ * step & 0x3F.  Half range 32: a job's flows must stay within 31 steps of
+ * each other, so a TCP ring has at most 32 ranks (the control plane refuses
+ * larger TCP jobs); the outpacing threshold must be below 32. */
+#define SYM_DSCP_TAG_BITS 6
+#define SYM_DSCP_TAG_MASK 0x3F
+#define SYM_DSCP_TAG_HALF 0x20
+#define SYM_AFTER_DSCP(a, b) SYM_SERIAL_AFTER(a, b, SYM_DSCP_TAG_MASK, SYM_DSCP_TAG_HALF)
 
 /* step_count window: W slots per job; W must exceed the widest spread between
- * a job's flows (a ring of N ranks spreads at most N-1 steps). 2^14 is a
- * multiple of W, so step mod W stays consistent across the tag's wrap-around. */
+ * a job's flows (a ring of N ranks spreads at most N-1 steps).  Both tags'
+ * ranges, 2^14 and 2^6, are multiples of W, so step mod W stays consistent
+ * across either tag's wrap-around (for the 6-bit tag the slot is the tag
+ * itself).  W is not bound by the serial half range: a slot is reused only
+ * W steps later, while the spread is already bounded by the half range. */
 #define SYM_W          64
 #define SYM_W_BITS     6
+#if ((1 << SYM_DSCP_TAG_BITS) % SYM_W) != 0 || ((1 << SYM_TAG_BITS) % SYM_W) != 0
+#error "SYM_W must divide both tags' ranges (2^SYM_TAG_BITS and 2^SYM_DSCP_TAG_BITS)"
+#endif
 
 #define SYM_MAX_FLOWS  1024        /* flow_step, pkts, sym_marks, flow_queue_marks */
 #define SYM_MAX_JOBS   64          /* frontier */

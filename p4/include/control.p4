@@ -5,6 +5,8 @@
  *   FlowStepUpdate    flow_step[flow]: keep the newer tag, tell whether it is new
  *   StepCountUpdate   step_count[job*W + step mod W]: count; the n_local-th resets and completes
  *   FrontierUpdate    frontier[job]: advance on completion, return the current value
+ * The two serial comparisons take the flow's mode (tcp = 1: 6-bit DSCP tag,
+ * 0: 14-bit UDP source-port tag); on T2NA each mode is its own RegisterAction.
  *   PktsCount, SymMarkCount, FlowQueueMarkCount (per flow), QueueMarkCount (per port)
  *   SymRandom         two 16-bit random numbers
  * Each register is touched once per packet.
@@ -38,21 +40,26 @@ control SymphonyIngress(inout headers_t hdr, inout sym_meta_t meta) {
         size = SYM_FORWARD_SIZE;
     }
 
-    action track(bit<16> flow_id, bit<8> job_slot, bit<8> n_local, bit<16> threshold, bit<1> enabled) {
+    /* tcp: the job's transport, which says where the step tag is (1: the
+     * DSCP of TCP segments, 6 bits; 0: the UDP source port, 14 bits) */
+    action track(bit<16> flow_id, bit<8> job_slot, bit<8> n_local, bit<16> threshold, bit<1> enabled,
+                 bit<1> tcp) {
         meta.tracked = 1;
         meta.flow_id = flow_id;
         meta.job_slot = job_slot;
         meta.n_local_m1 = n_local - 1;
         meta.threshold = threshold;
         meta.enabled = enabled;
+        meta.tcp = tcp;
     }
 
-    /* One entry per ring flow crossing this switch: (src, dst, data port). */
+    /* One entry per ring flow crossing this switch: (src, dst, data port);
+     * the port is the UDP or TCP destination port (the parser's l4_dport). */
     table symphony_flows {
         key = {
             hdr.ipv4.src_addr: exact;
             hdr.ipv4.dst_addr: exact;
-            hdr.udp.dst_port:  exact;
+            meta.l4_dport:     exact;
         }
         actions = { track; NoAction; }
         default_action = NoAction();
@@ -66,28 +73,53 @@ control SymphonyIngress(inout headers_t hdr, inout sym_meta_t meta) {
         meta.complete = 0;
         meta.outpacing = 0;
         meta.enabled = 0;
+        meta.tcp = 0;
         if (!hdr.ipv4.isValid()) {
             drop();                                 /* the switch routes IPv4 only */
         } else if (hdr.ipv4.version != 4w4 || hdr.ipv4.ihl != 4w5 || hdr.ipv4.ttl <= 8w1) {
             drop();                                 /* malformed, options, or expired */
         } else if (forward.apply().hit && meta.drop == 0) {
-            /* tagged UDP only: top two bits of the source port set (0xC000 | tag) */
+            /* Candidates: tagged UDP (top two bits of the source port set,
+             * 0xC000 | tag) and TCP (tag in the DSCP).  The entry says the
+             * flow's mode; a packet of the other protocol is not tracked. */
+            bit<1> pkt_tcp = 0;
+            bool candidate = false;
             if (hdr.udp.isValid() && hdr.udp.src_port[15:14] == 2w3) {
+                candidate = true;
+                meta.step = hdr.udp.src_port & SYM_TAG_MASK;
+            } else if (hdr.tcp.isValid()) {
+                candidate = true;
+                pkt_tcp = 1;
+                meta.step = (sym_tag_t)hdr.ipv4.dscp;
+            }
+            if (candidate) {
                 symphony_flows.apply();
+                if (meta.tcp != pkt_tcp) {
+                    meta.tracked = 0;
+                }
             }
             if (meta.tracked == 1) {
-                meta.step = hdr.udp.src_port & SYM_TAG_MASK;
                 pkts_count.apply(meta.flow_id);
-                flow_step_update.apply(meta.flow_id, meta.step, meta.is_new);
+                flow_step_update.apply(meta.flow_id, meta.step, meta.tcp, meta.is_new);
                 if (meta.is_new == 1) {
+                    /* 2^6 and 2^14 are multiples of W: step mod W is the same
+                     * slot for either tag width across wrap-around */
                     bit<16> slot = ((bit<16>)meta.job_slot << SYM_W_BITS) | (meta.step & (SYM_W - 1));
                     step_count_update.apply(slot, meta.n_local_m1, meta.complete);
                 }
-                frontier_update.apply((bit<16>)meta.job_slot, meta.step, meta.complete, meta.frontier);
+                frontier_update.apply((bit<16>)meta.job_slot, meta.step, meta.tcp, meta.complete, meta.frontier);
                 /* outpacing: step - frontier > threshold in serial arithmetic
-                 * (a packet behind the frontier has a "negative" distance) */
-                bit<16> ahead = (meta.step - meta.frontier) & SYM_TAG_MASK;
-                if (ahead < SYM_TAG_HALF && ahead > meta.threshold) {
+                 * on the mode's tag width (a packet behind the frontier has a
+                 * "negative" distance) */
+                bit<16> ahead = meta.step - meta.frontier;
+                bit<16> half = SYM_TAG_HALF;
+                if (meta.tcp == 1) {
+                    ahead = ahead & SYM_DSCP_TAG_MASK;
+                    half = SYM_DSCP_TAG_HALF;
+                } else {
+                    ahead = ahead & SYM_TAG_MASK;
+                }
+                if (ahead < half && ahead > meta.threshold) {
                     meta.outpacing = 1;
                 }
             }

@@ -5,7 +5,7 @@
 typedef bit<48> mac_addr_t;
 typedef bit<32> ipv4_addr_t;
 typedef bit<9>  sym_port_t;     /* egress port, 9 bits on v1model and Tofino2 */
-typedef bit<16> sym_tag_t;      /* a 14-bit step tag held in 16 bits */
+typedef bit<16> sym_tag_t;      /* a step tag (14 bits UDP, 6 bits TCP) held in 16 bits */
 typedef bit<19> sym_qdepth_t;   /* enq_qdepth: packets on v1model, 176-byte cells on Tofino2 */
 typedef bit<17> sym_prob_t;     /* probability in units of 2^-16, SYM_PROB_ONE = always */
 
@@ -73,6 +73,9 @@ struct headers_t {
 }
 
 struct sym_meta_t {
+    /* parser: L4 destination port of whichever of UDP/TCP is valid (the
+     * symphony_flows key), 0 when neither is */
+    bit<16>      l4_dport;
     /* ingress results */
     bit<1>       drop;
     sym_port_t   egress_port;
@@ -83,6 +86,7 @@ struct sym_meta_t {
     bit<8>       n_local_m1;    /* n_local - 1: the arrival that completes a step */
     bit<16>      threshold;
     bit<1>       enabled;
+    bit<1>       tcp;           /* the flow's mode: 1 = tag in the DSCP of TCP, 0 = in the UDP source port */
     /* Symphony state of this packet */
     sym_tag_t    step;
     bit<1>       is_new;

@@ -1,11 +1,13 @@
 /* Symphony: the packet parser shared by every target, called as a sub-parser
  * after the target's own intrinsic metadata.  A truncated header is a parser
- * error (PacketTooShort); each target drops such packets in ingress. */
+ * error (PacketTooShort); each target drops such packets in ingress.  It also
+ * sets meta.l4_dport (the UDP or TCP destination port). */
 #ifndef _SYM_PARSER_P4_
 #define _SYM_PARSER_P4_
 
-parser SymPacketParser(packet_in pkt, inout headers_t hdr) {
+parser SymPacketParser(packet_in pkt, inout headers_t hdr, inout sym_meta_t meta) {
     state start {
+        meta.l4_dport = 0;
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
@@ -24,13 +26,17 @@ parser SymPacketParser(packet_in pkt, inout headers_t hdr) {
         }
     }
 
+    /* l4_dport: the symphony_flows key takes the destination port from
+     * whichever L4 header is valid, so UDP and TCP ring flows share it */
     state parse_udp {
         pkt.extract(hdr.udp);
+        meta.l4_dport = hdr.udp.dst_port;
         transition accept;
     }
 
     state parse_tcp {
         pkt.extract(hdr.tcp);
+        meta.l4_dport = hdr.tcp.dst_port;
         transition accept;
     }
 }

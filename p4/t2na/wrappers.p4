@@ -1,14 +1,16 @@
 /* Symphony on Tofino2 (T2NA): one small control per register or counter
  * operation, with the signatures include/control.p4 expects.  Each register
- * has one RegisterAction per operation and is executed once per packet, so
+ * has one RegisterAction per operation (and tag width) and is executed once per packet, so
  * every wrapper fits one stateful ALU. */
 #ifndef _SYM_T2NA_WRAPPERS_P4_
 #define _SYM_T2NA_WRAPPERS_P4_
 
-control FlowStepUpdate(in bit<16> flow_id, in sym_tag_t step, out bit<1> is_new) {
+/* tcp: the flow's mode; each tag width has its own RegisterAction (constant
+ * masks inside the stateful ALU), and one of them runs per packet */
+control FlowStepUpdate(in bit<16> flow_id, in sym_tag_t step, in bit<1> tcp, out bit<1> is_new) {
     Register<bit<16>, bit<16>>(SYM_MAX_FLOWS, 0) flow_step;
     /* keep the newer tag; rv says whether this packet's tag was new */
-    RegisterAction<bit<16>, bit<16>, bit<1>>(flow_step) keep_newer = {
+    RegisterAction<bit<16>, bit<16>, bit<1>>(flow_step) keep_newer_udp = {
         void apply(inout bit<16> value, out bit<1> rv) {
             rv = 0;
             if (SYM_AFTER(step, value)) {
@@ -17,7 +19,22 @@ control FlowStepUpdate(in bit<16> flow_id, in sym_tag_t step, out bit<1> is_new)
             }
         }
     };
-    apply { is_new = keep_newer.execute(flow_id); }
+    RegisterAction<bit<16>, bit<16>, bit<1>>(flow_step) keep_newer_tcp = {
+        void apply(inout bit<16> value, out bit<1> rv) {
+            rv = 0;
+            if (SYM_AFTER_DSCP(step, value)) {
+                value = step;
+                rv = 1;
+            }
+        }
+    };
+    apply {
+        if (tcp == 1) {
+            is_new = keep_newer_tcp.execute(flow_id);
+        } else {
+            is_new = keep_newer_udp.execute(flow_id);
+        }
+    }
 }
 
 control StepCountUpdate(in bit<16> slot, in bit<8> n_local_m1, out bit<1> complete) {
@@ -37,11 +54,20 @@ control StepCountUpdate(in bit<16> slot, in bit<8> n_local_m1, out bit<1> comple
     apply { complete = count_arrival.execute(slot); }
 }
 
-control FrontierUpdate(in bit<16> job, in sym_tag_t step, in bit<1> complete, out sym_tag_t value) {
+control FrontierUpdate(in bit<16> job, in sym_tag_t step, in bit<1> tcp, in bit<1> complete,
+                       out sym_tag_t value) {
     Register<bit<16>, bit<16>>(SYM_MAX_JOBS, 0) frontier;
-    RegisterAction<bit<16>, bit<16>, bit<16>>(frontier) advance = {
+    RegisterAction<bit<16>, bit<16>, bit<16>>(frontier) advance_udp = {
         void apply(inout bit<16> current, out bit<16> rv) {
             if (SYM_AFTER(step, current)) {
+                current = step;
+            }
+            rv = current;
+        }
+    };
+    RegisterAction<bit<16>, bit<16>, bit<16>>(frontier) advance_tcp = {
+        void apply(inout bit<16> current, out bit<16> rv) {
+            if (SYM_AFTER_DSCP(step, current)) {
                 current = step;
             }
             rv = current;
@@ -53,8 +79,10 @@ control FrontierUpdate(in bit<16> job, in sym_tag_t step, in bit<1> complete, ou
         }
     };
     apply {
-        if (complete == 1) {
-            value = advance.execute(job);
+        if (complete == 1 && tcp == 1) {
+            value = advance_tcp.execute(job);
+        } else if (complete == 1) {
+            value = advance_udp.execute(job);
         } else {
             value = read_only.execute(job);
         }

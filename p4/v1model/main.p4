@@ -7,7 +7,7 @@ parser SymV1Parser(packet_in pkt, out headers_t hdr, inout sym_meta_t meta,
                    inout standard_metadata_t std_meta) {
     SymPacketParser() packet_parser;
     state start {
-        packet_parser.apply(pkt, hdr);
+        packet_parser.apply(pkt, hdr, meta);
         transition accept;
     }
 }

@@ -4,13 +4,20 @@
 #ifndef _SYM_V1MODEL_WRAPPERS_P4_
 #define _SYM_V1MODEL_WRAPPERS_P4_
 
-control FlowStepUpdate(in bit<16> flow_id, in sym_tag_t step, out bit<1> is_new) {
+/* tcp: the flow's mode, which picks the tag width of the serial comparison */
+control FlowStepUpdate(in bit<16> flow_id, in sym_tag_t step, in bit<1> tcp, out bit<1> is_new) {
     register<bit<16>, bit<32>>(SYM_MAX_FLOWS) flow_step;
     apply {
         bit<16> old;
         flow_step.read(old, (bit<32>)flow_id);
+        bool newer;
+        if (tcp == 1) {
+            newer = SYM_AFTER_DSCP(step, old);
+        } else {
+            newer = SYM_AFTER(step, old);
+        }
         is_new = 0;
-        if (SYM_AFTER(step, old)) {
+        if (newer) {
             is_new = 1;
             flow_step.write((bit<32>)flow_id, step);
         }
@@ -32,12 +39,19 @@ control StepCountUpdate(in bit<16> slot, in bit<8> n_local_m1, out bit<1> comple
     }
 }
 
-control FrontierUpdate(in bit<16> job, in sym_tag_t step, in bit<1> complete, out sym_tag_t value) {
+control FrontierUpdate(in bit<16> job, in sym_tag_t step, in bit<1> tcp, in bit<1> complete,
+                       out sym_tag_t value) {
     register<bit<16>, bit<32>>(SYM_MAX_JOBS) frontier;
     apply {
         bit<16> current;
         frontier.read(current, (bit<32>)job);
-        if (complete == 1 && SYM_AFTER(step, current)) {
+        bool newer;
+        if (tcp == 1) {
+            newer = SYM_AFTER_DSCP(step, current);
+        } else {
+            newer = SYM_AFTER(step, current);
+        }
+        if (complete == 1 && newer) {
             current = step;
             frontier.write((bit<32>)job, current);
         }

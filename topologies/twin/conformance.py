@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hosts.wire import tag_port
+from hosts.wire import tag_dscp, tag_port
 from topologies import symphony_state
 from topologies.twin import packets
 from topologies.twin.pipeline import Pipeline
@@ -100,7 +100,11 @@ def step_frame(step: dict, flows: dict) -> tuple[int, bytes]:
     port = int(base.pop("port", 1))
     base.pop("port", None)
     if "step" in step:
-        base["sport"] = tag_port(int(step["step"]))
+        # the step tag where the flow's transport carries it (DESIGN.md)
+        if base.get("proto", "udp") == "tcp":
+            base["dscp"] = tag_dscp(int(step["step"]))
+        else:
+            base["sport"] = tag_port(int(step["step"]))
     kwargs = {k: v for k, v in base.items() if k in PACKET_FIELDS}
     kwargs.setdefault("frame_len", 100)
     frame = packets.build(**kwargs)

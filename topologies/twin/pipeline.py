@@ -8,8 +8,10 @@ conformance vectors (p4/tests/) and the property tests drive it directly.
 
 Data path, as p4/include/control.p4:
   ingress: parse -> drop malformed / non-IPv4 / TTL <= 1 -> forward (LPM) ->
-           tagged UDP? symphony_flows -> pkts, flow_step, step_count (new
-           steps only), frontier -> outpacing
+           tagged UDP or TCP? symphony_flows on (src, dst, L4 dport) ->
+           the entry's mode matches the protocol? -> pkts, flow_step,
+           step_count (new steps only), frontier -> outpacing, in serial
+           arithmetic on the mode's tag (14-bit UDP port, 6-bit DSCP)
   egress:  ECT packets only: queue_ecn (by enq_qdepth) OR Symphony
            (enabled, outpacing, q >= K_sym, probability P_sym) -> CE;
            counters by cause; IPv4 checksum recomputed (as v1model's
@@ -34,10 +36,11 @@ QDEPTH_MAX = (1 << N.QDEPTH_BITS) - 1
 _HDR10 = struct.Struct("!10H")
 
 
-def after(a: int, b: int) -> bool:
-    """Serial-number 'a is after b' on the tag (P4's SYM_AFTER)."""
-    d = (a - b) & N.TAG_MASK
-    return d != 0 and d < N.TAG_HALF
+def after(a: int, b: int, tcp: bool | int = False) -> bool:
+    """Serial-number 'a is after b' on the mode's tag (P4's SYM_AFTER,
+    SYM_AFTER_DSCP when tcp)."""
+    d = (a - b) & N.tag_mask(tcp)
+    return d != 0 and d < N.tag_half(tcp)
 
 
 def ipv4_checksum(hdr: bytes | bytearray) -> int:
@@ -61,6 +64,7 @@ class Packet:
     flow_id: int = 0
     job_slot: int = 0
     enabled: int = 0
+    tcp: int = 0                     # the flow's mode (track()'s tcp)
     step: int = 0
     is_new: bool = False
     complete: bool = False
@@ -186,14 +190,16 @@ class Pipeline:
         version, ihl = vihl >> 4, vihl & 0xF
         frag = ((frame[20] & 0x1F) << 8) | frame[21]
         proto = frame[23]
-        udp = False
+        udp = tcp = False
         if version == 4 and ihl == 5 and frag == 0:
             if proto == 17:
                 if n < ETH_LEN + IPV4_LEN + UDP_LEN:
                     return self._drop(pkt, "parser_error")
                 udp = True
-            elif proto == 6 and n < ETH_LEN + IPV4_LEN + TCP_LEN:
-                return self._drop(pkt, "parser_error")
+            elif proto == 6:
+                if n < ETH_LEN + IPV4_LEN + TCP_LEN:
+                    return self._drop(pkt, "parser_error")
+                tcp = True
         pkt.ipv4 = True
         ttl = frame[22]
         if version != 4 or ihl != 5 or ttl <= 1:
@@ -208,17 +214,21 @@ class Pipeline:
         buf[0:6] = dst_mac.to_bytes(6, "big")
         buf[22] = ttl - 1
         pkt.egress_port = port
-        if udp and frame[34] >= 0xC0:          # tagged: top two bits of the source port
+        # candidates: tagged UDP (top two bits of the source port) or TCP
+        # (tag in the DSCP); both have the destination port at bytes 36-37
+        if (udp and frame[34] >= 0xC0) or tcp:
             src = int.from_bytes(frame[26:30], "big")
-            dport = (frame[36] << 8) | frame[37]
+            dport = (frame[36] << 8) | frame[37]             # meta.l4_dport
             flow = self._flows.exact.get((src, dst, dport))
-            if flow is not None and flow.action == "track":
-                self._track(pkt, flow.params, ((frame[34] << 8) | frame[35]) & N.TAG_MASK, n)
+            if flow is not None and flow.action == "track" and flow.params[5] == int(tcp):
+                step = frame[15] >> 2 if tcp else ((frame[34] << 8) | frame[35]) & N.TAG_MASK
+                self._track(pkt, flow.params, step, n)
         return pkt
 
     def _track(self, pkt: Packet, params: tuple, step: int, length: int) -> None:
-        flow_id, job_slot, n_local, threshold, enabled = params
+        flow_id, job_slot, n_local, threshold, enabled, tcp = params
         pkt.tracked, pkt.flow_id, pkt.job_slot, pkt.enabled, pkt.step = True, flow_id, job_slot, enabled, step
+        pkt.tcp = tcp
         n_local_m1 = (n_local - 1) & 0xFF                       # bit<8> arithmetic, as in track()
         if flow_id >= N.MAX_FLOWS or job_slot >= N.MAX_JOBS:
             # BMv2 ignores out-of-range register accesses; the control plane
@@ -229,7 +239,7 @@ class Pipeline:
         cell[0] += 1
         cell[1] += length
         old = self._flow_step[flow_id]
-        if after(step, old):                                     # FlowStepUpdate
+        if after(step, old, tcp):                                # FlowStepUpdate
             self._flow_step[flow_id] = step
             pkt.is_new = True
             slot = N.step_slot(job_slot, step)                   # StepCountUpdate
@@ -240,11 +250,11 @@ class Pipeline:
             else:
                 self._step_count[slot] = (count + 1) & 0xFFFF
         current = self._frontier[job_slot]                       # FrontierUpdate
-        if pkt.complete and after(step, current):
+        if pkt.complete and after(step, current, tcp):
             current = self._frontier[job_slot] = step
         pkt.frontier = current
-        ahead = (step - current) & N.TAG_MASK
-        pkt.outpacing = ahead < N.TAG_HALF and ahead > threshold
+        ahead = (step - current) & N.tag_mask(tcp)
+        pkt.outpacing = ahead < N.tag_half(tcp) and ahead > threshold
 
     def egress(self, pkt: Packet, qdepth: int) -> bytes:
         """Egress with the queue depth the packet saw at enqueue (packets),
