@@ -27,6 +27,7 @@ All jitter windows leave this module as absolute ns.
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,6 +135,9 @@ def type_problem(event: dict[str, Any]) -> str | None:
     for name in _NUM_FIELDS:
         if name in event and (isinstance(event[name], bool) or not isinstance(event[name], (int, float))):
             return f"'{name}' must be a number"
+        # json reads NaN and Infinity, which no byte count or rate can be
+        if name in event and not math.isfinite(event[name]):
+            return f"'{name}' must be finite"
     return None
 
 

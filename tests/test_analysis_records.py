@@ -118,6 +118,19 @@ def test_events_with_unusable_types_are_skipped(tmp_path):
     assert all(e["t"] != 7 for e in run.events)
 
 
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_numbers_are_skipped(tmp_path, value):
+    run_dir = write_run(tmp_path / "run", ring_times(2, 1, 0.01))
+    line = ('{"t": 7, "kind": "step_end", "job": 1, "rank": 0, "iter": 0, "step": 0, "k": 0, '
+            f'"phase": "rs", "bytes": {value}}}')
+    with (run_dir / "agents" / "rank0.jsonl").open("a") as f:
+        f.write(line + "\n")
+    with pytest.warns(RecordWarning, match="'bytes' must be finite"):
+        run = load_run(run_dir)
+    assert all(e["t"] != 7 for e in run.events)
+    analyse_run(run)
+
+
 # ---- hostile records: whatever the files hold, reading and the metrics never raise
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
