@@ -91,7 +91,9 @@ def run_plan(cfg: dict, variant: str, repeat: int, netem_ok: bool,
     events, notes = J.apply_fallbacks(events, netem_ok, netem_why)
     return RunPlan(
         variant=variant, repeat=repeat, topology=dict(cfg["topology"]),
-        jobs_cfg=[{k: j[k] for k in ("job", "hosts", "data_port")} for j in cfg["jobs"]],
+        # transport too: the switches install a job's flows in its mode (step
+        # tag in the UDP source port or, for TCP, the DSCP)
+        jobs_cfg=[{k: j[k] for k in ("job", "hosts", "data_port", "transport")} for j in cfg["jobs"]],
         job_files=job_file_dicts(cfg, topo, J.straggles(events)),
         symphony={**cfg["symphony"], "enabled": variant == "symphony"},
         ecn=dict(cfg["ecn"]), schedule=events, notes=notes)

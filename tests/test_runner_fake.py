@@ -139,6 +139,16 @@ def test_variants_differ_only_in_enabled():
     assert base.topology == sym.topology and base.jobs_cfg == sym.jobs_cfg
 
 
+def test_network_gets_each_jobs_transport():
+    """The switches install a job's flows in its transport's mode, so the
+    network's job tables carry it (a TCP job was once installed as UDP)."""
+    c = cfg()
+    c["jobs"][0]["transport"] = "tcp"
+    plan = RN.run_plan(c, "symphony", 1, netem_ok=False)
+    assert [j["transport"] for j in plan.jobs_cfg] == ["tcp"]
+    assert plan.job_files[0]["transport"] == "tcp"
+
+
 def test_two_variants_ok_records_and_summary(tmp_path):
     r, lines = make_runner(tmp_path, cfg())
     results = r.run_all()
