@@ -365,6 +365,17 @@ def _place(cfg: dict):
     return topo
 
 
+def _check_trackable(cfg: dict) -> None:
+    """The switches' limits on a job (ring size and threshold against the
+    step tag of its transport), checked before any network is built."""
+    from topologies.controlplane import check_job  # noqa: PLC0415
+    for i, job in enumerate(cfg["jobs"]):
+        try:
+            check_job(job["job"], len(job["hosts"]), job["transport"] == "tcp", cfg["symphony"]["threshold"])
+        except ValueError as exc:
+            raise ConfigError(f"jobs[{i}]: {exc}") from None
+
+
 def _check_jitter_names(p: str, entry: dict, topo) -> None:
     links = [link.name for link in topo.links]
     hosts = [h.name for h in topo.hosts]
@@ -410,6 +421,7 @@ def resolve(raw: dict, source: str = "config") -> dict:
     cfg["dcqcn"] = _dcqcn(raw.get("dcqcn", {}))
     cfg["ecn"] = _ecn(raw.get("ecn", {}), cfg["topology"])
     cfg["symphony"] = _symphony(raw.get("symphony", {}))
+    _check_trackable(cfg)
     jit = raw.get("jitter", [])
     if not isinstance(jit, list):
         raise ConfigError("jitter: expected [[jitter]] tables")

@@ -61,6 +61,8 @@ def test_defaults_are_filled_and_hosts_placed():
                                  "rate_mbit": 5}]), "jitter[0].dst"),
     (lambda r: r.update(sweep={"symphony.thresh": [1, 2]}), "sweep.symphony.thresh"),
     (lambda r: r.update(dcqcn={"preset": "fastest"}), "dcqcn.preset"),
+    # the switches' 6-bit DSCP tag orders steps less than 32 apart (topologies.controlplane.check_job)
+    (lambda r: r["jobs"][0].update(transport="tcp") or r.update(symphony={"threshold": 32}), "jobs[0]"),
 ])
 def test_bad_config_names_the_key(mutate, key):
     raw = base()
@@ -70,6 +72,16 @@ def test_bad_config_names_the_key(mutate, key):
     msg = str(err.value)
     assert msg.startswith(key + ":") or msg.startswith(key + " ") or msg.startswith(key), msg
     assert "\n" not in msg
+
+
+def test_tcp_job_over_32_ranks_refused_before_any_network():
+    raw = base()
+    raw["topology"] = {"kind": "star", "hosts": 33, "host_rate_mbit": 10}
+    raw["jobs"][0].update(ranks=33, transport="tcp")
+    with pytest.raises(C.ConfigError, match=r"^jobs\[0\]: job 1: transport tcp .* at most 32 ranks, got 33$"):
+        C.resolve(raw)
+    raw["jobs"][0].update(transport="udp")
+    assert len(C.resolve(raw)["jobs"][0]["hosts"]) == 33
 
 
 def test_resolved_config_round_trips_through_toml():

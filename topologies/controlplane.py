@@ -119,21 +119,24 @@ def job_is_tcp(spec: dict) -> bool:
     return spec.get("transport", JobSpec.transport) == "tcp"
 
 
+def check_job(job: int, n_ranks: int, tcp: bool, threshold: int) -> None:
+    """Refuse a job the program cannot track (ValueError, one line): a ring
+    spreads up to N-1 steps, which must stay below the mode's serial half
+    range and W; the outpacing threshold must be below the half range too."""
+    mode = (f"transport tcp carries the step in a {p4names.DSCP_TAG_BITS}-bit DSCP tag" if tcp else
+            f"transport udp carries the step in a {p4names.TAG_BITS}-bit source-port tag")
+    limit = p4names.max_ranks(tcp)
+    if n_ranks > limit:
+        raise ValueError(f"job {job}: {mode} and a {p4names.W}-slot window, so a ring of at most "
+                         f"{limit} ranks, got {n_ranks}")
+    if not 0 <= threshold < p4names.tag_half(tcp):
+        raise ValueError(f"job {job}: {mode}, so symphony.threshold must be in "
+                         f"0..{p4names.tag_half(tcp) - 1}, got {threshold}")
+
+
 def check_jobs(specs: list[dict], threshold: int) -> None:
-    """Refuse jobs the program cannot track: a ring spreads up to N-1 steps,
-    which must stay below the mode's serial half range and W; the
-    outpacing threshold must be below the half range too."""
     for spec in specs:
-        tcp = job_is_tcp(spec)
-        mode = (f"transport tcp carries the step in a {p4names.DSCP_TAG_BITS}-bit DSCP tag" if tcp else
-                f"transport udp carries the step in a {p4names.TAG_BITS}-bit source-port tag")
-        n, limit = len(spec["ranks"]), p4names.max_ranks(tcp)
-        if n > limit:
-            raise ValueError(f"job {spec['job']}: {mode} and a {p4names.W}-slot window, so a ring of at most "
-                             f"{limit} ranks, got {n}")
-        if not 0 <= threshold < p4names.tag_half(tcp):
-            raise ValueError(f"job {spec['job']}: {mode}, so symphony.threshold must be in "
-                             f"0..{p4names.tag_half(tcp) - 1}, got {threshold}")
+        check_job(spec["job"], len(spec["ranks"]), job_is_tcp(spec), threshold)
 
 
 def flow_entries(topo: TopoSpec, specs: list[dict], threshold: int, enabled: bool,
