@@ -55,7 +55,7 @@ class RunPlan:
     repeat: int
     topology: dict
     jobs_cfg: list[dict]              # for TestbedNetwork (placement keys and hosts)
-    job_files: list[dict]             # job-file dicts (contracts.md), one per job
+    job_files: list[dict]             # job-file dicts (docs/hosts.md), one per job
     symphony: dict                    # with enabled
     ecn: dict
     schedule: list[dict]              # jitter events as applied here (fallbacks taken)

@@ -3,7 +3,7 @@
 `load_job(path) -> JobSpec` checks every field and raises `JobError` with a
 one-line message naming the field; `dump_job(spec, path)` writes a file that
 `load_job` reads back to the same spec.  The format is in
-notes/contracts.md (job, data_port, message_bytes, iterations, transport,
+docs/hosts.md (job, data_port, message_bytes, iterations, transport,
 seed, [[ranks]], [udp], [dcqcn], [deadlines], [[straggle]]) plus [faults]
 (receive-side fault injection for tests).
 """

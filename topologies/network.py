@@ -50,7 +50,7 @@ class LinkInfo:
     intf2: str
     rate_mbit: float | None
     delay_ms: float
-    cls: str = HOST_LINK        # "host" | "fabric" (additive to contracts.md)
+    cls: str = HOST_LINK        # "host" | "fabric"
 
 
 class NetworkError(RuntimeError):

@@ -39,7 +39,7 @@ def interleave(groups: list[list[str]]) -> list[str]:
 
 
 def place_jobs(topo: TopoSpec, jobs: list[dict]) -> list[dict]:
-    """Job dicts in the job-file layout of contracts.md, ips filled in."""
+    """Job dicts in the job-file layout of docs/hosts.md, ips filled in."""
     if not isinstance(jobs, list) or not jobs:
         raise TopoError("jobs: expected a non-empty list of [[jobs]] tables")
     groups = topo.hosts_by_switch()
