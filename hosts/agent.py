@@ -32,6 +32,13 @@ from hosts.wire import ring_step
 EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_DEADLINE = 0, 1, 2, 3
 
 
+def linger_idle_s(udp) -> float:
+    """How long the predecessor must stay quiet before an agent that has
+    finished exits.  Its retransmission of a step whose last ACK was lost may
+    wait up to rto_max (backed off under congestion), so wait longer than
+    that; leaving earlier stranded a sender until its step deadline."""
+    return max(0.3, 6 * udp.rto_ms / 1000.0, 1.5 * udp.rto_max_ms / 1000.0)
+
 class UsageError(Exception):
     """Bad arguments or environment: one line to stderr, exit 2."""
 
@@ -130,9 +137,7 @@ class Agent:
             self.log.emit("iter_end", iter=it, step=ring_step(it, self.spi - 1, self.n),
                           exact=exact)
         last = self.total_steps - 1
-        # keep answering a predecessor that missed our last ACK
-        idle = max(0.3, 6 * spec.udp.rto_ms / 1000.0)
-        self.tr.linger(idle, run_deadline)
+        self.tr.linger(linger_idle_s(spec.udp), run_deadline)
         self.log.emit("stats", iter=spec.iterations - 1, step=last,
                       counters=dict(sorted(self.tr.counters.items())))
         return EXIT_WRONG if wrong else EXIT_OK
