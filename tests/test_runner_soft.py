@@ -1,6 +1,7 @@
 """The runner end to end on the soft target (root, Mininet, the twin, the
-agents): a short 4-rank run of both variants, a twin killed mid-run, SIGINT
-to the runner mid-run.  Skips with the reason while a part it needs is absent."""
+agents): a short 4-rank run of both variants (also on BMv2, where it is
+installed: the VM), a twin killed mid-run, SIGINT to the runner mid-run.
+Skips with the reason while a part it needs is absent."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import needs_bmv2
 from hosts.events import validate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,8 +81,9 @@ def _runs(exp_dir: Path) -> list[Path]:
     return sorted(p for p in exp_dir.iterdir() if p.is_dir() and re.search(r"-rep\d+$", p.name))
 
 
-def test_ci4_both_variants_exact_records_valid(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "experiments", "run", str(CI4), "--target", "soft",
+@pytest.mark.parametrize("target", ["soft", pytest.param("bmv2", marks=needs_bmv2)])
+def test_ci4_both_variants_exact_records_valid(tmp_path, target):
+    r = subprocess.run([sys.executable, "-m", "experiments", "run", str(CI4), "--target", target,
                         "--out", str(tmp_path), "--no-report"],
                        capture_output=True, text=True, timeout=300, cwd=REPO)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
@@ -88,7 +91,7 @@ def test_ci4_both_variants_exact_records_valid(tmp_path):
     assert sorted(p.name.split("-")[1] for p in runs) == ["baseline", "symphony"]
     for run in runs:
         meta = _meta(run)
-        assert meta["status"] == "ok" and meta["target"] == "soft" and meta["wrong_result"] is False
+        assert meta["status"] == "ok" and meta["target"] == target and meta["wrong_result"] is False
         files = sorted((run / "agents").glob("rank*.jsonl"))
         assert [f.name for f in files] == [f"rank{i}.jsonl" for i in range(4)]
         iter_ends = 0
