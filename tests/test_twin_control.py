@@ -41,6 +41,7 @@ def test_requests_reach_the_pipeline(switch):
     (json.dumps({"id": 1, "method": "rm_rf"}).encode(), "unknown method"),
     (json.dumps({"id": 1, "method": "register_read", "args": ["nope", 0]}).encode(), "unknown register"),
     (json.dumps({"id": 1, "method": "set_queue_rate", "args": [100, 3]}).encode(), "no port 3"),
+    (json.dumps({"id": 1, "method": "set_queue_rate_bps", "args": [8e6, 3]}).encode(), "no port 3"),
     (json.dumps({"id": 1, "method": "table_add", "args": ["forward"]}).encode(), "missing"),
 ])
 def test_bad_requests_get_one_line_errors(switch, line, message):
@@ -52,7 +53,8 @@ def test_bad_requests_get_one_line_errors(switch, line, message):
 @given(st.one_of(st.binary(max_size=300),
                  st.builds(lambda m, a: json.dumps({"id": 1, "method": m, "args": a}).encode(),
                            st.sampled_from(["table_add", "register_write", "register_read", "counter_read",
-                                            "set_queue_depth", "set_queue_rate", "table_set_default", "x"]),
+                                            "set_queue_depth", "set_queue_rate", "set_queue_rate_bps",
+                                            "table_set_default", "x"]),
                            st.lists(st.one_of(st.integers(-5, 70000), st.text(max_size=12), st.none(),
                                               st.lists(st.text(max_size=8), max_size=3)), max_size=6))))
 def test_random_control_lines_never_raise(line):
@@ -93,3 +95,14 @@ def test_client_over_the_unix_socket(switch):
     finally:
         stop.set()
         t.join(2)
+
+
+def test_queue_rate_in_packets_or_bits_per_port():
+    from topologies.twin.queues import EgressQueue
+    sw = TwinSwitch.__new__(TwinSwitch)          # queue settings need no sockets
+    sw.name, sw.queues = "q", {1: EgressQueue(), 2: EgressQueue()}
+    assert req(sw, "set_queue_rate_bps", 8e6, 2) == {"id": 7, "result": None}
+    assert (sw.queues[2].bps, sw.queues[2].pps) == (8e6, None) and sw.queues[1].unlimited
+    assert "result" in req(sw, "set_queue_rate", 100)              # no port: every port, in packets/s
+    assert [(q.pps, q.bps) for q in sw.queues.values()] == [(100, None), (100, None)]
+    assert "bits/s" in req(sw, "set_queue_rate_bps", 0, 1)["error"]

@@ -121,6 +121,11 @@ class TwinClient:
         return self._call("reset_state")
 
     # --- twin extras -------------------------------------------------------------
+    def set_queue_rate_bps(self, bps, egress_port=None, priority=None):
+        """Drain at `bps` bits/s (each frame holds the port len*8/bps s);
+        None: unlimited.  BMv2 has only set_queue_rate (packets/s)."""
+        return self._call("set_queue_rate_bps", None if bps is None else float(bps), egress_port)
+
     def ping(self) -> str:
         return self._call("ping")
 

@@ -1,6 +1,16 @@
 """Per-port egress queues of the twin: finite drop-tail buffer (depth in
-packets, BMv2's default 64) drained at a rate in packets/s (set_queue_rate,
-like BMv2) or at once when unlimited.  Pure: the caller passes `now`."""
+packets, BMv2's default 64) drained at a rate, or at once when unlimited.
+Pure: the caller passes `now`.
+
+Two rate units:
+- packets/s (set_rate): BMv2's set_queue_rate, which has nothing else; every
+  packet takes the same 1/pps, whatever its size.  Kept for parity with BMv2
+  and for the conformance runner.
+- bits/s (set_rate_bps): a real link; a packet holds the port for
+  len(frame) * 8 / bps seconds, so a 70-byte ACK costs 1/20 of a 1400-byte
+  data packet.  The soft target's control plane uses this one.
+Frame lengths are the bytes the switch reads (Ethernet header on, no FCS,
+preamble or gap), as tc htb counts them on the hosts' side."""
 
 from __future__ import annotations
 
@@ -8,13 +18,19 @@ from collections import deque
 
 DEFAULT_DEPTH = 64
 MAX_CATCH_UP_S = 0.002
+FULL_FRAME_BYTES = 1500     # only bounds the catch-up burst in bits/s mode
 
 
 class EgressQueue:
-    def __init__(self, depth: int = DEFAULT_DEPTH, pps: float | None = None):
+    def __init__(self, depth: int = DEFAULT_DEPTH, pps: float | None = None, bps: float | None = None):
         self.q: deque[bytes] = deque()
         self.set_depth(depth)
-        self.set_rate(pps)            # also sets next_time: when the head may leave
+        if pps is not None and bps is not None:
+            raise ValueError("queue rate: give pps or bps, not both")
+        if bps is not None:
+            self.set_rate_bps(bps)
+        else:
+            self.set_rate(pps)        # also sets next_time: when the head may leave
         self.enqueued = 0
         self.dropped = 0
 
@@ -24,14 +40,33 @@ class EgressQueue:
             raise ValueError(f"queue depth must be >= 1 packet, got {depth}")
         self.depth = depth
 
+    @staticmethod
+    def _check_rate(rate, unit: str) -> float | None:
+        if rate is None:
+            return None
+        rate = float(rate)
+        if not rate > 0:
+            raise ValueError(f"queue rate must be > 0 {unit} (or None: unlimited), got {rate}")
+        return rate
+
     def set_rate(self, pps: float | None) -> None:
-        if pps is not None:
-            pps = float(pps)
-            if not pps > 0:
-                raise ValueError(f"queue rate must be > 0 packets/s (or None: unlimited), got {pps}")
-        self.pps = pps
-        self.gap = 0.0 if pps is None else 1.0 / pps
+        """Packets per second (BMv2's unit); None: unlimited."""
+        self.pps = self._check_rate(pps, "packets/s")
+        self.bps = None
+        self.gap = 0.0 if self.pps is None else 1.0 / self.pps
         self.next_time = 0.0      # a new rate restarts the pacing clock
+
+    def set_rate_bps(self, bps: float | None) -> None:
+        """Bits per second (a link's rate); None: unlimited."""
+        self.bps = self._check_rate(bps, "bits/s")
+        self.pps = None
+        # a full-size frame's time: the catch-up allowance is counted in it
+        self.gap = 0.0 if self.bps is None else FULL_FRAME_BYTES * 8 / self.bps
+        self.next_time = 0.0
+
+    @property
+    def unlimited(self) -> bool:
+        return self.pps is None and self.bps is None
 
     def __len__(self) -> int:
         return len(self.q)
@@ -48,10 +83,18 @@ class EgressQueue:
         self.q.append(frame)
         self.enqueued += 1
 
+    def service_time(self, frame: bytes) -> float:
+        """How long `frame` holds the port."""
+        if self.bps is not None:
+            return len(frame) * 8 / self.bps
+        return self.gap
+
     def pop_due(self, now: float, limit: int = 256) -> list[bytes]:
-        """Frames whose departure time has come, at most `limit`."""
+        """Frames whose departure time has come, at most `limit`.  A frame
+        leaves at next_time and the next one may leave once it has been
+        serialised (next_time + its service time)."""
         out = []
-        if self.pps is None:
+        if self.unlimited:
             while self.q and len(out) < limit:
                 out.append(self.q.popleft())
             return out
@@ -59,12 +102,13 @@ class EgressQueue:
         # gap at high rates), but never with an unbounded burst
         self.next_time = max(self.next_time, now - max(4 * self.gap, MAX_CATCH_UP_S))
         while self.q and self.next_time <= now and len(out) < limit:
-            out.append(self.q.popleft())
-            self.next_time += self.gap
+            frame = self.q.popleft()
+            out.append(frame)
+            self.next_time += self.service_time(frame)
         return out
 
     def deadline(self) -> float | None:
         """When pop_due next has something, None when empty."""
         if not self.q:
             return None
-        return 0.0 if self.pps is None else self.next_time
+        return 0.0 if self.unlimited else self.next_time

@@ -4,7 +4,9 @@ all in one poll loop (no threads, no busy spin).
 
 Per received frame: ingress -> egress port's queue full? drop (drop-tail) ->
 egress with enq_qdepth = packets already queued -> enqueue.  Queues drain at
-their rate (set_queue_rate, packets/s) or at once when unlimited.  Frames the
+their rate (set_queue_rate: packets/s, BMv2's unit; set_queue_rate_bps: bits/s,
+each frame holding the port for its length, as on a real link) or at once when
+unlimited.  Frames the
 kernel reports as PACKET_OUTGOING (our own transmissions) are ignored.
 
 Control protocol, one JSON object per line each way:
@@ -157,6 +159,11 @@ class TwinSwitch:
         for q in self._queues_for(egress_port):
             q.set_rate(pps)
 
+    def set_queue_rate_bps(self, bps: float | None, egress_port: int | None = None, priority=None) -> None:
+        """The twin's extra: drain at a bit rate (BMv2 only has packets/s)."""
+        for q in self._queues_for(egress_port):
+            q.set_rate_bps(bps)
+
     def reset_state(self) -> None:
         """As BMv2's reset_state: tables, registers and counters back to the
         program's start; queues emptied, unlimited, at the start-up depth."""
@@ -175,7 +182,8 @@ class TwinSwitch:
         return {
             "name": self.name,
             "ports": {str(p): dict(s, ifname=self.ports[p], queue=len(self.queues[p]),
-                                   depth=self.queues[p].depth, pps=self.queues[p].pps)
+                                   depth=self.queues[p].depth, pps=self.queues[p].pps,
+                                   bps=self.queues[p].bps)
                       for p, s in self.stats.items()},
             "pipeline_drops": dict(self.pipeline.drops),
             "no_port_drops": self.no_port_drops,
@@ -214,7 +222,7 @@ class TwinSwitch:
             self.stats[pkt.egress_port]["queue_drops"] += 1
             return
         out = self.pipeline.egress(pkt, len(q))
-        if q.pps is None and not q.q:
+        if q.unlimited and not q.q:
             self.transmit(pkt.egress_port, out)     # unlimited and idle: straight out
         else:
             q.push(out, now)
@@ -352,6 +360,7 @@ CONTROL_METHODS = {
     "reset_state": TwinSwitch.reset_state,
     "set_queue_depth": TwinSwitch.set_queue_depth,
     "set_queue_rate": TwinSwitch.set_queue_rate,
+    "set_queue_rate_bps": TwinSwitch.set_queue_rate_bps,
     "stats": TwinSwitch.port_stats,
     "dump": TwinSwitch.dump,
     "ping": lambda sw: sw.name,
