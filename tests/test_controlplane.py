@@ -80,6 +80,26 @@ def test_queue_rate_and_depth_per_port_never_port_zero(installed):
     assert client.of("set_queue_depth") == [(40, 1), (40, 2), (40, 3)]
     # host ports at 12 Mb/s = 1000 pps, the spine port at 6 Mb/s = 500 pps
     assert client.of("set_queue_rate") == [(1000, 1), (1000, 2), (500, 3)]
+    assert client.of("set_queue_rate_bps") == []
+
+
+def test_twin_queues_drain_at_the_links_bit_rate():
+    # the soft target: the same ports and depths, rates in bits/s, no pps call
+    topo = build({"kind": "leafspine", "hosts": 4, "leaves": 2, "spines": 1,
+                  "host_rate_mbit": 12, "fabric_rate_mbit": 6, "queue_depth_pkts": 40})
+    plans = cp.plan(topo, place_jobs(topo, [{"ranks": 4}]), threshold=3, enabled=True, depth=40)
+    client = Recorder()
+    cp.install(client, plans["l1"], {"kmin": 4, "kmax": 8, "pmax": 0.5}, {}, cp.rate_unit("soft"))
+    assert client.of("set_queue_depth") == [(40, 1), (40, 2), (40, 3)]
+    assert client.of("set_queue_rate_bps") == [(12_000_000, 1), (12_000_000, 2), (6_000_000, 3)]
+    assert client.of("set_queue_rate") == []
+    assert (cp.rate_unit("soft"), cp.rate_unit("bmv2")) == ("bps", "pps")
+    # set_link_rate's path: one port, in the target's unit
+    cp.set_port_rate(client, 3, 0.6, "bps")
+    cp.set_port_rate(client, 3, 0.6, "pps")
+    assert client.of("set_queue_rate_bps")[-1] == (600_000, 3) and client.of("set_queue_rate") == [(50, 3)]
+    with pytest.raises(ValueError, match="unit"):
+        cp.install(Recorder(), plans["l1"], {"kmin": 4, "kmax": 8, "pmax": 0.5}, {}, "bytes")
 
 
 def test_dump_reads_every_register_and_the_used_counters(installed):

@@ -1,7 +1,8 @@
 """Link properties on the soft target: the host side is shaped with htb, the
 switch side carries no qdisc (the twin queues there), a requested delay
 either shows as netem or is reported in `warnings`, and set_link_rate
-squeezes a link's throughput."""
+squeezes a link's throughput, at its bit rate (the twin's queues drain in
+bits/s, not in full-size packet slots)."""
 
 import json
 import subprocess
@@ -61,11 +62,21 @@ def rate_mbit(net, seconds=1.0):
 
 
 def test_set_link_rate_squeezes_and_restores(net):
+    # the twin drains at the link's bit rate (set_queue_rate_bps): 1242-byte
+    # frames arrive at close to the link rate (with the old 1500-byte packet
+    # slots they came at 8 x 1242/1500 = 6.6 Mb/s)
     full = rate_mbit(net)
-    net.set_link_rate("h1-s1", 2)
+    net.set_link_rate("h1-s1", 2)          # h1's NIC (htb) on the path
     squeezed = rate_mbit(net)
     assert net.links["h1-s1"].rate_mbit == 2
     net.set_link_rate("h1-s1", 8)
-    print(f"\nh1 -> h2 goodput: {full:.2f} Mb/s at 8, {squeezed:.2f} Mb/s squeezed to 2")
-    assert 6 < full < 9
-    assert 1.5 < squeezed < 2.5
+    net.set_link_rate("h2-s1", 2)          # the twin's egress port towards h2
+    port_squeezed = rate_mbit(net)
+    net.set_link_rate("h2-s1", 8)
+    assert net.clients["s1"].stats()["ports"]["2"]["bps"] == 8e6
+    print(f"\nh1 -> h2 frames: {full:.2f} Mb/s at 8, {squeezed:.2f} Mb/s with h1's NIC at 2, "
+          f"{port_squeezed:.2f} Mb/s with the switch port at 2 "
+          f"(UDP payload: x {1200 / 1242:.3f})")
+    assert 0.9 * 8 < full < 1.05 * 8
+    assert 0.9 * 2 < squeezed < 1.05 * 2
+    assert 0.9 * 2 < port_squeezed < 1.05 * 2

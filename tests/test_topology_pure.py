@@ -140,6 +140,8 @@ def test_queue_rates_in_packets_per_second():
                "queue_depth_pkts": 30})
     qs = cp.port_queues(t, 30)["s1"]
     assert [(q.port, q.link, q.pps, q.depth) for q in qs] == [(1, "h1-s1", 1000, 30), (2, "s1-s2", 500, 30)]
+    assert [q.bps for q in qs] == [12_000_000, 6_000_000]     # the twin's unit: the link's bits/s
+    assert cp.rate_to_bps(None) is None
 
 
 def test_arp_entries_all_pairs():

@@ -19,9 +19,12 @@ job larger than its tag can order (p4names.max_ranks: 64 ranks over UDP, 32
 over TCP) or a threshold beyond the tag's half range is refused.
 
 Queue rate: BMv2's set_queue_rate counts packets per second, not bytes, so
-a link's rate becomes rate_bit_s / (8 * ASSUMED_PACKET_BYTES) with full-size
-1500-byte frames assumed; small packets (ACKs, CNPs) then take a full slot
-each, which slightly under-uses the link when many small packets pass.
+on bmv2 a link's rate becomes rate_bit_s / (8 * ASSUMED_PACKET_BYTES) with
+full-size 1500-byte frames assumed; small packets (ACKs, CNPs) then take a
+full slot each, which under-uses the link when many small packets pass (in the
+demo about half the packets through a spine port are small).  The twin drains
+at the link's bit rate instead (set_queue_rate_bps: a frame holds the port for
+its length), as a real link does; rate_unit(target) says which one a target gets.
 """
 
 from __future__ import annotations
@@ -41,6 +44,29 @@ def rate_to_pps(rate_mbit: float | None) -> int | None:
     if not rate_mbit:
         return None
     return max(1, round(rate_mbit * 1e6 / (8 * ASSUMED_PACKET_BYTES)))
+
+
+def rate_to_bps(rate_mbit: float | None) -> int | None:
+    """A link rate in bits/s for the twin's byte-rate queues; None = unlimited."""
+    if not rate_mbit:
+        return None
+    return max(1, round(rate_mbit * 1e6))
+
+
+def rate_unit(target: str) -> str:
+    """The queue rate unit a target gets: "bps" on the twin (soft), which can
+    serialise by frame length; "pps" on bmv2, whose set_queue_rate has only that."""
+    return "bps" if target == "soft" else "pps"
+
+
+def set_port_rate(client, port: int, rate_mbit: float, unit: str = "pps") -> None:
+    """One egress port's drain rate through the client, in the target's unit."""
+    if unit == "bps":
+        client.set_queue_rate_bps(rate_to_bps(rate_mbit), port)
+    elif unit == "pps":
+        client.set_queue_rate(rate_to_pps(rate_mbit), port)
+    else:
+        raise ValueError(f"queue rate unit must be 'pps' or 'bps', got {unit!r}")
 
 
 @dataclass(frozen=True)
@@ -70,6 +96,7 @@ class PortQueue:
     link: str
     pps: int | None    # None: unlimited
     depth: int
+    bps: int | None = None   # the same rate in bits/s (the twin's unit); None: unlimited
 
 
 @dataclass
@@ -169,7 +196,7 @@ def port_queues(topo: TopoSpec, depth: int) -> dict[str, list[PortQueue]]:
     queue there, where the program sees the depth)."""
     out = {}
     for sw in topo.switches:
-        out[sw.name] = [PortQueue(port, link.name, rate_to_pps(link.rate_mbit), depth)
+        out[sw.name] = [PortQueue(port, link.name, rate_to_pps(link.rate_mbit), depth, rate_to_bps(link.rate_mbit))
                         for port, (_, _, link) in sorted(topo.ports(sw.name).items())]
     return out
 
@@ -202,11 +229,14 @@ def host_link_ports(topo: TopoSpec) -> dict[str, list[int]]:
 # for soft).  Egress ports always count from 1 here: the Thrift API takes
 # port 0 (falsy) as "all ports".
 
-def install(client, plan: SwitchPlan, ecn: dict, symphony: dict) -> None:
+def install(client, plan: SwitchPlan, ecn: dict, symphony: dict, rate_unit: str = "pps") -> None:
     """Forwarding, job flows with their initial register state, ECN
     parameters, queue rate and depth per egress port.  The program-specific
     encodings (track() parameters, job start state, queue_ecn ranges,
-    sym_ecn) are topologies.symphony_state's."""
+    sym_ecn) are topologies.symphony_state's.  rate_unit: "pps" (bmv2's
+    set_queue_rate) or "bps" (the twin's set_queue_rate_bps)."""
+    if rate_unit not in ("pps", "bps"):
+        raise ValueError(f"queue rate unit must be 'pps' or 'bps', got {rate_unit!r}")
     from topologies import p4names as pn
     from topologies import symphony_state as ss
     for e in plan.forward:
@@ -226,7 +256,9 @@ def install(client, plan: SwitchPlan, ecn: dict, symphony: dict) -> None:
         if q.port < 1:
             raise ValueError(f"switch {plan.name}: egress port {q.port} (0 means 'all ports' to Thrift)")
         client.set_queue_depth(q.depth, q.port)
-        if q.pps:
+        if rate_unit == "bps" and q.bps:
+            client.set_queue_rate_bps(q.bps, q.port)
+        elif rate_unit == "pps" and q.pps:
             client.set_queue_rate(q.pps, q.port)
 
 

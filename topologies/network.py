@@ -8,7 +8,8 @@ teardown that leaves nothing behind.
         net.popen("h1", [...]); net.dump_switches(run_dir / "switches")
 
 Rates: a switch egress port drains at its link's rate inside the switch
-(set_queue_rate), where the program sees the queue; the switch side gets no
+(bmv2: set_queue_rate in packets/s; soft: set_queue_rate_bps, the link's bit
+rate), where the program sees the queue; the switch side gets no
 tc qdisc (two queues in series would hide the congestion from the program).
 The host side of a host link is shaped with htb at the link rate: that is the
 host's NIC, not a switch port.  Delays need sch_netem; where it is missing
@@ -349,7 +350,7 @@ class TestbedNetwork:
             if self.spec.is_switch(node):
                 client = self.clients.get(node)
                 if client is not None:
-                    client.set_queue_rate(cp.rate_to_pps(rate_mbit), port)
+                    cp.set_port_rate(client, port, rate_mbit, cp.rate_unit(self.target))
             else:
                 intf = info.intf1 if node == info.node1 else info.intf2
                 if not info.rate_mbit:      # an unshaped host end gets its htb now
@@ -407,7 +408,7 @@ class TestbedNetwork:
         for sw in self.net.switches:
             client = sw.client()
             self.clients[sw.name] = client
-            cp.install(client, plans[sw.name], self.ecn, self.symphony)
+            cp.install(client, plans[sw.name], self.ecn, self.symphony, cp.rate_unit(self.target))
 
     def dead_switches(self) -> list[tuple[str, int]]:
         out = []
