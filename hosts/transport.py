@@ -157,7 +157,7 @@ class TransportTimeout(Exception):
 class SendFlow:
     __slots__ = ("step", "payload", "total", "n", "acked", "n_acked", "cum", "next_new",
                  "txseq", "txtime", "retries", "queued", "rtx", "hi_seq", "last_seq",
-                 "rtx_time", "probe_at", "probed", "done")
+                 "rtx_time", "probe_at", "probed", "progress_at", "done")
 
     def __init__(self, step: int, payload, psize: int):
         self.step = step
@@ -178,6 +178,7 @@ class SendFlow:
         self.rtx_time: dict = {}     # transmission number of a retransmission -> time sent
         self.probe_at = math.inf     # tail loss probe due (all packets sent, some unacked)
         self.probed = False          # a probe went out since the last ACK of new data
+        self.progress_at = -math.inf # time of the last ACK of new data
         self.done = False
 
 
@@ -352,6 +353,14 @@ class Endpoint:
             if flow is None or flow.done or flow.acked[idx] or flow.queued[idx] \
                     or flow.txseq[idx] != seq:
                 continue
+            # the deadline with the RTO of now, counted from the later of the
+            # send and the flow's last ACK of new data (RFC 6298 5.3): while
+            # a queue builds, the RTO grows after a packet was sent and ACKs
+            # keep coming; the RTO of its send time would resend it needlessly
+            due = max(flow.txtime[idx], flow.progress_at) + self._cur_rto()
+            if now < due:
+                heapq.heappush(timers, (due, seq, step, idx))
+                continue
             if now < self._rto_hold:
                 # one timeout retransmission per RTO, or per ACK of new data
                 # (RFC 6298 5.4-5.6): when the RTT only grew (a queue), the
@@ -452,6 +461,7 @@ class Endpoint:
         if flow.n_acked > n_before:
             self._rto_hold = now
             flow.probed = False
+            flow.progress_at = now
         if flow.n_acked == flow.n:
             flow.done = True
             flow.rtx.clear()

@@ -424,3 +424,34 @@ def test_spurious_timeout_does_not_resend_the_window():
     assert c["retransmit_timeout"] >= 1
     assert c["retransmit_gap"] == 0
     assert c["retransmit_timeout"] + c["retransmit_probe"] <= 2
+
+
+def test_queue_building_across_a_step_boundary_causes_no_timeout():
+    # the demo's spurious timeouts: all ranks fill 64-packet queues at 10
+    # Mbit/s, so the delay grows to ~80 ms within a step and stays high into
+    # the next.  Step 0 runs on an empty path (RTO at its 50 ms floor); from
+    # step 1 on the queue grows by 1 ms per ms up to 80 ms.  Before the fix a
+    # packet's timer was its send time + the RTO of its send time, never
+    # re-read: packets sent early in step 2 timed out while the RTO (and the
+    # ACKs) had already caught up with the queue, 3 needless resends per rank.
+    # Nothing is lost here, so nothing may be resent.
+    n, size = 2, 25_000
+    sim = Sim(n, lambda r, step: size, rate=10e6, delay=0.001)
+    inner = sim.push
+    start = []
+
+    def push(dst, kind, pkt, src):
+        t = sim.now
+        if kind == "d" and start:
+            sim.now = t + min(0.08, t - start[0])
+        inner(dst, kind, pkt, src)
+        sim.now = t
+    sim.push = push
+    sim.step(0, [bytes(size)] * n)
+    start.append(sim.now)
+    for step in range(1, 5):
+        sent = [bytes([step, r]) * (size // 2) for r in range(n)]
+        assert sim.step(step, sent) == [sent[1], sent[0]]
+    assert sim.now - start[0] < 0.4      # 4 steps at ~0.1 s: no back-off stalls
+    for ep in sim.eps:
+        assert not any(k.startswith("retransmit") for k in ep.counters), dict(ep.counters)
