@@ -43,8 +43,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from hosts.wire import ECN_CE, TAG_PORT_BASE  # noqa: E402
+from hosts.wire import ECN_CE  # noqa: E402
 from topologies.twin.switch import ETH_P_ALL, PACKET_OUTGOING  # noqa: E402
+from topologies.intf import host_sysctls, ipv6_off, offloads_off  # noqa: E402
 from topologies.names import PREFIX, check_ifname, new_lab_id  # noqa: E402
 from topologies.nslab import remove_by_prefix  # noqa: E402
 from topologies.nslab import sh as _sh  # noqa: E402
@@ -350,8 +351,8 @@ class MarkerLab:
     @staticmethod
     def _quiet(ns: str) -> None:
         inns = ("ip", "netns", "exec", ns)
-        sh(*inns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
-        sh(*inns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
+        sh(*inns, *ipv6_off("all"))
+        sh(*inns, *ipv6_off("default"))
         sh(*inns, "ip", "link", "set", "lo", "up")
 
     def _add_host(self, i: int, ip: str, rate_mbit: float | None) -> str:
@@ -370,13 +371,10 @@ class MarkerLab:
         sh(*inns, "ip", "link", "set", a, "name", "eth0")
         sh(*inns, "ip", "addr", "add", f"{ip}/24", "dev", "eth0")
         sh(*inns, "ip", "link", "set", "eth0", "up")
-        # The forwarder copies frames as they are: the sender's kernel must
-        # put full checksums and MTU-sized segments on the wire.
-        sh(*inns, "ethtool", "-K", "eth0", "tx", "off", "tso", "off", "gso", "off", "gro", "off",
-           check=False)
-        sh(*inns, "sysctl", "-qw", f"net.ipv4.ip_local_reserved_ports={TAG_PORT_BASE}-65535")
-        # TCP mode: connections ask for ECN (there is no per-socket switch for cubic)
-        sh(*inns, "sysctl", "-qw", "net.ipv4.tcp_ecn=1")
+        # the forwarder copies frames as they are (topologies.intf says why)
+        sh(*inns, *offloads_off("eth0"), check=False)
+        for args in host_sysctls():
+            sh(*inns, *args)
         sh(*inmid, "ip", "link", "set", m, "up")
         sh(*inmid, "ethtool", "-K", m, "gro", "off", "tx", "off", check=False)
         if rate_mbit:

@@ -23,6 +23,7 @@ from pathlib import Path
 from mininet.link import Intf, Link
 from mininet.node import Host, Switch
 
+from topologies.intf import host_sysctls, ipv6_off, offloads_off, switch_port_commands
 from topologies.names import PREFIX, check_ifname, switch_ifname
 
 TWIN_START_TIMEOUT_S = 10.0
@@ -37,13 +38,10 @@ def tune_root_intf(name: str) -> list[str]:
     reads raw frames, which must be MTU-sized with real checksums, and IPv6
     router solicitations would only add noise.  Returns problems."""
     problems = []
-    r = quiet("ethtool", "-K", name, "rx", "off", "tx", "off", "sg", "off", "tso", "off",
-              "gso", "off", "gro", "off")
-    if r.returncode:
-        problems.append(f"ethtool -K {name}: {r.stderr.strip()}")
-    r = quiet("sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1")
-    if r.returncode:
-        problems.append(f"disable_ipv6 {name}: {r.stderr.strip()}")
+    for args in switch_port_commands(name):
+        r = quiet(*args)
+        if r.returncode:
+            problems.append(f"{' '.join(args[:2])} {name}: {r.stderr.strip()}")
     return problems
 
 
@@ -63,15 +61,10 @@ class SymHost(Host):
 
     def config(self, **params):
         r = super().config(**params)
-        from hosts.wire import TAG_PORT_BASE
-        intf = self.defaultIntf().name
-        self.cmd(f"ethtool -K {intf} rx off tx off sg off tso off gso off gro off")
-        for conf in ("all", "default", "lo"):
-            self.cmd(f"sysctl -qw net.ipv6.conf.{conf}.disable_ipv6=1")
-        self.cmd(f"sysctl -qw net.ipv4.ip_local_reserved_ports={TAG_PORT_BASE}-65535")
-        # TCP mode: connections ask for ECN (no per-socket switch for cubic;
-        # hosts.tcp_transport reports what it got in its counters)
-        self.cmd("sysctl -qw net.ipv4.tcp_ecn=1")
+        commands = [offloads_off(self.defaultIntf().name),
+                    *(ipv6_off(conf) for conf in ("all", "default", "lo")), *host_sysctls()]
+        for args in commands:
+            self.cmd(*args)
         return r
 
 

@@ -13,7 +13,7 @@ import signal
 import subprocess
 from dataclasses import dataclass, field
 
-from hosts.wire import TAG_PORT_BASE
+from topologies.intf import host_sysctls, offloads_off, switch_port_commands
 from topologies.names import PREFIX, check_ifname, new_lab_id
 from topologies.state import StateFile
 
@@ -69,25 +69,18 @@ class Lab:
         if self.bridge:
             sh("ip", "link", "set", root_if, "master", self.bridge)
         else:
-            sh("sysctl", "-qw", f"net.ipv6.conf.{root_if}.disable_ipv6=1")
-            sh("ethtool", "-K", root_if, "gro", "off", "gso", "off", "tso", "off", check=False)
+            for args in switch_port_commands(root_if):
+                sh(*args, check=False)
         sh("ip", "link", "set", root_if, "up")
         inns = ("ip", "netns", "exec", netns)
         sh(*inns, "ip", "link", "set", peer, "name", "eth0")
         sh(*inns, "ip", "addr", "add", f"{ip}/24", "dev", "eth0")
         if not self.bridge:
-            # tx checksum offload off too: a raw-socket switch copies bytes, so
-            # a checksum left for the NIC to fill would arrive wrong (P4Host
-            # does the same for BMv2)
-            sh(*inns, "ethtool", "-K", "eth0", "tx", "off", "gro", "off", "gso", "off", "tso", "off",
-               check=False)
+            sh(*inns, *offloads_off("eth0"), check=False)
         sh(*inns, "ip", "link", "set", "eth0", "up")
         sh(*inns, "ip", "link", "set", "lo", "up")
-        # the step tags occupy the top of the port space: keep the kernel from
-        # handing them out as ephemeral ports
-        sh(*inns, "sysctl", "-qw", f"net.ipv4.ip_local_reserved_ports={TAG_PORT_BASE}-65535")
-        # TCP mode: connections ask for ECN (see hosts.tcp_transport)
-        sh(*inns, "sysctl", "-qw", "net.ipv4.tcp_ecn=1")
+        for args in host_sysctls():
+            sh(*inns, *args)
         if self.rate_mbit:
             self._limit(list(inns), "eth0")
             self._limit([], root_if)

@@ -27,6 +27,8 @@ from pathlib import Path
 from hosts.wire import tag_dscp, tag_port
 from topologies import symphony_state
 from topologies.twin import packets
+from topologies.intf import switch_port_commands
+from topologies.nslab import sh as _sh
 from topologies.twin.pipeline import Pipeline
 from topologies.twin.switch import ETH_P_ALL, PACKET_OUTGOING
 
@@ -225,8 +227,8 @@ class WireTarget:
                 sw, tester = check_ifname(self.switch_if(p)), check_ifname(f"{self.prefix}t{p}")
                 _sh("ip", "link", "add", sw, "type", "veth", "peer", "name", tester)
                 for dev in (sw, tester):
-                    _sh("sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1")
-                    _sh("ethtool", "-K", dev, "tx", "off", "gro", "off", "gso", "off", "tso", "off", check=False)
+                    for args in switch_port_commands(dev):
+                        _sh(*args, check=False)
                     _sh("ip", "link", "set", dev, "up")
                 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
                 s.bind((tester, ETH_P_ALL))
@@ -377,6 +379,3 @@ class TwinProcessTarget(WireTarget):
         if getattr(self, "tmp", None):
             shutil.rmtree(self.tmp, ignore_errors=True)
 
-
-def _sh(*args: str, check: bool = True) -> None:
-    subprocess.run(args, check=check, capture_output=True)

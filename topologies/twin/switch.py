@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 
+from topologies import intf
 from topologies.twin.pipeline import Pipeline, TwinError
 from topologies.twin.queues import DEFAULT_DEPTH, EgressQueue
 
@@ -43,11 +44,10 @@ class SwitchError(RuntimeError):
 
 
 def disable_offloads(ifname: str) -> str | None:
-    """GRO/GSO/TSO off, so raw sockets see wire-size frames, not 64 KB
-    super-packets.  Returns a warning when ethtool could not do it."""
+    """Offloads off (topologies.intf), so raw sockets see wire-size frames,
+    not 64 KB super-packets.  Returns a warning when ethtool could not do it."""
     try:
-        r = subprocess.run(["ethtool", "-K", ifname, "gro", "off", "gso", "off", "tso", "off"],
-                           capture_output=True, text=True)
+        r = subprocess.run(intf.offloads_off(ifname), capture_output=True, text=True)
     except FileNotFoundError:
         return "ethtool not found: offloads left on"
     if r.returncode != 0:
