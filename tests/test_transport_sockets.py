@@ -7,6 +7,8 @@ import socket
 import threading
 import time
 
+import pytest
+
 from hosts import wire
 from hosts.transport import FaultParams, UdpParams, UdpTransport
 
@@ -70,9 +72,12 @@ def _exchange(trs, steps, size):
     return results
 
 
-def test_two_transports_exchange_steps():
-    size = 50_000
-    trs, log = _pair(5300, size)
+@pytest.mark.parametrize("port,size,faults", [
+    (5300, 50_000, None),
+    (5310, 60_000, FaultParams(drop=0.05, duplicate=0.01, reorder=0.02, seed=2)),
+], ids=["clean", "faults"])
+def test_two_transports_exchange_steps(port, size, faults):
+    trs, log = _pair(port, size, faults)
     try:
         res = _exchange(trs, 3, size)
     finally:
@@ -81,18 +86,6 @@ def test_two_transports_exchange_steps():
     for r in range(2):
         for step in range(3):
             assert res[r][step] == bytes([(1 - r) + step]) * size
-
-
-def test_two_transports_with_faults():
-    size = 60_000
-    trs, log = _pair(5310, size, FaultParams(drop=0.05, duplicate=0.01, reorder=0.02, seed=2))
-    try:
-        res = _exchange(trs, 3, size)
-    finally:
-        for t in trs:
-            t.close()
-    for r in range(2):
-        for step in range(3):
-            assert res[r][step] == bytes([(1 - r) + step]) * size
-    assert any(kind == "retransmit" for _, kind, _, _ in log)
-    assert sum(t.counters["fault_drop"] for t in trs) > 0
+    if faults:
+        assert any(kind == "retransmit" for _, kind, _, _ in log)
+        assert sum(t.counters["fault_drop"] for t in trs) > 0
