@@ -23,7 +23,7 @@ demo: $(STAMP)
 	$(PY) -m experiments run $(CONFIG) --target $(TARGET)
 
 bench: $(STAMP)
-	$(PY) -m hosts.bench
+	$(PY) -m experiments.bench.agents
 
 # BMv2 JSON and P4Info of the Symphony program (p4/symphony.p4, v1model) into build/bmv2/.
 p4:
@@ -43,7 +43,7 @@ tofino2:
 
 # Removes what a crashed run left: only this project's namespaces, interfaces and processes.
 clean-net: $(STAMP)
-	$(PY) -m topologies.cleanup
+	$(PY) -m topologies.network.cleanup
 
 clean:
 	rm -rf build

@@ -12,7 +12,7 @@ are accepted in two forms:
 
 * integers of ns, CLOCK_REALTIME (anything above 1e15 is taken as that);
 * seconds relative to the run's t0 (when the agents were started), also
-  spelt ``start_s``/``end_s`` as experiments/jitter.py writes them.  t0 comes
+  spelt ``start_s``/``end_s`` as experiments/jitter/schedule.py writes them.  t0 comes
   from, first found: a field ``t0`` on the same line; a header line holding
   ``t0`` and no ``kind`` (applies to the lines after it); meta.json's
   ``t0_ns`` (or ``agents_t0_ns``, ``start_ns``, ``t0``); else the first agent
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.metrics import attach_link_ranks, place_compute_jitter
-from hosts.events import SchemaError, validate
+from contract.events import SchemaError, validate
 
 try:  # Python 3.11+
     import tomllib
@@ -122,7 +122,7 @@ def read_jsonl_numbered(path: Path, sink: list[str] | None = None) -> list[tuple
     return out
 
 
-# fields analysis does arithmetic on, beyond what hosts.events.validate checks
+# fields analysis does arithmetic on, beyond what contract.events.validate checks
 _INT_FIELDS = ("job", "rank", "k")
 _NUM_FIELDS = ("bytes", "rc", "rt", "alpha")
 

@@ -6,7 +6,7 @@ rank finishes step s once it has started s and its predecessor has started
 s (the data comes from there), plus the time the predecessor's link takes;
 the next step starts when this one ends.  A slow link (jitter window) or a
 late start (straggler) therefore spreads down the ring.  ``write_run`` writes
-the records through ``hosts.events.EventLog``, so they obey the real schema.
+the records through ``contract.events.EventLog``, so they obey the real schema.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hosts.events import EventLog
+from contract.events import EventLog
 
 T0_NS = 1_700_000_000 * 10**9  # an arbitrary CLOCK_REALTIME start
 
@@ -217,7 +217,7 @@ def demo_experiment(root: Path, repeats: int = 3, n: int = 4, iterations: int = 
                                             "queue_marks": [5, 30 - (10 if variant == "symphony" else 0), 2, 1],
                                             "pkts": [900, 950, 910, 905]},
                                "registers": {"frontier": [7]}}}
-            # as experiments/jitter.py writes them: seconds after t0, t0 in meta.json
+            # as experiments/jitter/schedule.py writes them: seconds after t0, t0 in meta.json
             jitter = [{"kind": "compute", "job": 1, "rank": 2, "link": None, "start_s": None, "end_s": None,
                        "params": {"iter": 1, "delay_s": 0.03}},
                       {"kind": "rate", "link": "h2-s1", "start_s": 0.05, "end_s": 0.25,

@@ -61,7 +61,7 @@ def _points(args) -> list[tuple[str | None, dict]]:
 
 
 def _target_check(target: str) -> None:
-    from topologies.targets import TargetError, resolve_target  # noqa: PLC0415
+    from topologies.switch.targets import TargetError, resolve_target  # noqa: PLC0415
     try:
         resolve_target(target)
     except TargetError as exc:

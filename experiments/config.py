@@ -28,15 +28,15 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from topologies.placement import PLACEMENTS, place_jobs
-from topologies.topo import KINDS, TopoError, build
+from topologies.spec.placement import PLACEMENTS, place_jobs
+from topologies.spec.topo import KINDS, TopoError, build
 
 VARIANTS = ("baseline", "symphony")
 TRANSPORTS = ("udp", "tcp")
 JITTER_KINDS = ("netem", "rate", "cross", "compute")
 DCQCN_PRESETS_FALLBACK = ("emulation", "paper", "off")
 # Topology kinds, placements and host names are the topology builder's
-# (topologies.topo, topologies.placement): the config is checked against them.
+# (topologies.spec.topo, topologies.spec.placement): the config is checked against them.
 
 
 class ConfigError(ValueError):
@@ -368,7 +368,7 @@ def _place(cfg: dict):
 def _check_trackable(cfg: dict) -> None:
     """The switches' limits on a job (ring size and threshold against the
     step tag of its transport), checked before any network is built."""
-    from topologies.controlplane import check_job  # noqa: PLC0415
+    from topologies.switch.controlplane import check_job  # noqa: PLC0415
     for i, job in enumerate(cfg["jobs"]):
         try:
             check_job(job["job"], len(job["hosts"]), job["transport"] == "tcp", cfg["symphony"]["threshold"])

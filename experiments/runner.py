@@ -29,12 +29,12 @@ from pathlib import Path
 from statistics import mean, stdev
 from typing import Any, Callable
 
-from experiments import jitter as J
+from experiments.jitter import schedule as J
 from experiments import rundir as R
-from experiments.injector import Injector, InjectorError, netem_support, write_schedule
-from hosts.events import now_ns
-from topologies.placement import place_jobs
-from topologies.topo import build
+from experiments.jitter.injector import Injector, InjectorError, netem_support, write_schedule
+from contract.events import now_ns
+from topologies.spec.placement import place_jobs
+from topologies.spec.topo import build
 
 REPO = Path(__file__).resolve().parents[1]
 POLL_S = 0.1                  # supervision period: deaths are noticed within ~0.1-0.3 s
@@ -236,7 +236,7 @@ class Runner:
     def _network(self, plan: RunPlan, run_dir: Path):
         if self.network_factory is not None:
             return self.network_factory(plan=plan, run_dir=run_dir, target=self.target)
-        from topologies.network import TestbedNetwork  # noqa: PLC0415
+        from topologies.network.testbed import TestbedNetwork  # noqa: PLC0415
         return TestbedNetwork(plan.topology, plan.jobs_cfg, target=self.target, run_dir=run_dir,
                               symphony=plan.symphony, ecn=plan.ecn)
 
@@ -248,7 +248,7 @@ class Runner:
             if not needs:
                 self.netem_ok = False
             else:
-                from topologies import network  # noqa: PLC0415
+                from topologies.network import testbed as network  # noqa: PLC0415
                 self.netem_ok, self.netem_why = netem_support(network.TestbedNetwork,
                                                               probe=network.netem_available)
         return self.netem_ok

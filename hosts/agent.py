@@ -23,11 +23,11 @@ from typing import Optional
 import numpy as np
 
 from hosts import dcqcn, ring
-from hosts.events import EventLog
+from contract.events import EventLog
 from hosts.job import JobError, JobSpec, derived_deadlines, first_step_slack, load_job
 from hosts.tcp_transport import TcpTransport
 from hosts.transport import TRANSPORTS, CnpLimiter, FixedRate, TransportTimeout
-from hosts.wire import ring_step
+from contract.tags import ring_step
 
 EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_DEADLINE = 0, 1, 2, 3
 

@@ -38,7 +38,8 @@ from collections import defaultdict
 from typing import Callable, Optional
 
 from hosts.transport import TransportTimeout
-from hosts.wire import COMMON, MAGIC, T_DATA, VERSION, tag_dscp
+from hosts.wire import COMMON, MAGIC, T_DATA, VERSION
+from contract.tags import tag_dscp
 
 # magic ver type job rank step | payload length
 MSG = struct.Struct("!HBBHHII")

@@ -34,9 +34,10 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 from typing import Callable, Optional, Protocol
 
+from contract import tags
 from hosts import wire
-from hosts.wire import (ACK_COMPLETE, ACK_ECHO, DATA, MAGIC, T_ACK, T_CNP, T_DATA, TAG_MASK,
-                        VERSION, WireError, control_port, port_tag, tag_port)
+from contract.tags import TAG_MASK, control_port, port_tag, tag_port
+from hosts.wire import ACK_COMPLETE, ACK_ECHO, DATA, MAGIC, T_ACK, T_CNP, T_DATA, VERSION, WireError
 
 # Bytes a data packet adds on an Ethernet link besides its payload (Ethernet,
 # IPv4, UDP and our header): pacing counts what the link (and tc htb) counts.
@@ -45,7 +46,7 @@ DUPTHRESH = 3            # gap rule: lost when a packet sent 3 transmissions lat
 ECHO_MASK = 0xFFFF       # a data packet carries its transmission number's low 16 bits
 MIN_PTO_S = 0.002        # tail probe: never sooner than this after the last transmission
 SACK_MASK = (1 << wire.SACK_BITS) - 1
-IPTOS_ECT0 = wire.ECN_ECT0
+IPTOS_ECT0 = tags.ECN_ECT0
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 RCVBUF_BYTES = 4 << 20
 SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
@@ -569,7 +570,7 @@ class Endpoint:
         c["rx_data"] += 1
         self.last_data = now
         flow.echo = pkt.flags
-        ce = (tos & 3) == wire.ECN_CE
+        ce = (tos & 3) == tags.ECN_CE
         if ce:
             c["rx_ce"] += 1
         if self.np.on_data(self.flow_key, ce, now):

@@ -1,72 +1,12 @@
-"""The Symphony wire format: step tags, flow identity and serial arithmetic.
+"""The agents' packet headers (after the UDP header): data, ACK and CNP.
 
-This is the one definition of what crosses the wire between agents and what
-the switch reads from a packet; the P4 program's constants are checked
-against it by the tests.
+The step tag a switch reads (source port or DSCP) is contract.tags'.
 """
 
 from __future__ import annotations
 
 import struct
 from typing import NamedTuple, Union
-
-# --- step tag in the UDP source port (UDP mode) -----------------------------
-TAG_PORT_BASE = 0xC000
-TAG_BITS = 14
-TAG_MASK = (1 << TAG_BITS) - 1          # 0x3FFF
-
-# --- step tag in the DSCP field (TCP mode: a connection keeps its ports) ----
-DSCP_TAG_BITS = 6
-DSCP_TAG_MASK = (1 << DSCP_TAG_BITS) - 1
-
-# --- ECN codepoints (low two bits of the IPv4 TOS byte) ----------------------
-ECN_NOT_ECT = 0b00
-ECN_ECT1 = 0b01
-ECN_ECT0 = 0b10
-ECN_CE = 0b11
-
-# ACKs and CNPs go to the sender's control port, the job's data port + 1, so a
-# switch never counts them as progress of the ring flow.
-CONTROL_PORT_OFFSET = 1
-
-
-def tag_port(step: int) -> int:
-    """UDP source port that carries `step`."""
-    return TAG_PORT_BASE | (step & TAG_MASK)
-
-
-def port_tag(port: int) -> int | None:
-    """Step tag carried by a UDP source port, None if the port is untagged."""
-    if port & ~TAG_MASK & 0xFFFF != TAG_PORT_BASE:
-        return None
-    return port & TAG_MASK
-
-
-def tag_dscp(step: int) -> int:
-    return step & DSCP_TAG_MASK
-
-
-def control_port(data_port: int) -> int:
-    return data_port + CONTROL_PORT_OFFSET
-
-
-def serial_diff(a: int, b: int, bits: int) -> int:
-    """a - b in serial-number arithmetic modulo 2^bits, as a signed value in
-    [-2^(bits-1), 2^(bits-1))."""
-    mod = 1 << bits
-    d = (a - b) % mod
-    return d - mod if d >= mod >> 1 else d
-
-
-def serial_after(a: int, b: int, bits: int) -> bool:
-    """True when step tag a is after b: 0 < (a - b) mod 2^bits < 2^(bits-1)."""
-    return serial_diff(a, b, bits) > 0
-
-
-def ring_step(iteration: int, k: int, n_ranks: int) -> int:
-    """Global step counter of DESIGN.md: iteration * 2(N-1) + k."""
-    return iteration * 2 * (n_ranks - 1) + k
-
 
 # --- packet headers (after the UDP header) ------------------------------------
 # Every packet starts with the same 12 bytes: magic, version, type, job, the

@@ -21,7 +21,7 @@
 # xUbuntu_22.04.  So 22.04 lets p4-utils install exactly as its authors pin it.
 #
 # Environment (all optional; the PROVISION_* overrides exist so that
-# tests/test_vm_provisioning.py can run this script against stub commands):
+# tests/scripts/test_provision_vm.py can run this script against stub commands):
 #   PROVISION_DRY_RUN=1        print what each step would do; change nothing
 #   PROVISION_RUN_TESTS=0      do not run `make test` at the end
 #   PROVISION_ALLOW_ANY_OS=1   go on (with a warning) on a release other than Ubuntu 22.04

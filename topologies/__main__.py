@@ -50,9 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.cli:
         os.environ.setdefault("SYMPHONY_MININET_LOG", "output")   # pingall etc. print at this level
 
-    from topologies.network import NetworkError, TestbedNetwork
-    from topologies.targets import TargetError
-    from topologies.topo import TopoError
+    from topologies.network.testbed import NetworkError, TestbedNetwork
+    from topologies.switch.targets import TargetError
+    from topologies.spec.topo import TopoError
     jobs = [{k: v for k, v in j.items() if k in ("ranks", "hosts", "placement", "job", "data_port")}
             for j in cfg.get("jobs", [])]
     symphony = {k: v for k, v in cfg.get("symphony", {}).items() if k in ("threshold", "k_sym", "p_sym")}

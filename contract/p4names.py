@@ -1,0 +1,177 @@
+"""Names, widths and sizes of the Symphony P4 program, in one place.
+
+The control plane (both targets) and the software twin take every table,
+action, register, counter and constant from here.  tests/contract/test_p4names.py
+parses the P4 declarations in p4/ and fails when they disagree with this
+module, and checks the tag against hosts/wire.py, so there is no second list
+kept by hand.
+
+Control-plane conventions (the same calls on BMv2 and the twin):
+
+- ``forward``: ``table_add("forward", "ipv4_forward", ["10.0.0.2/32"],
+  ["00:00:0a:00:00:02", "2"])``.  As in p4lang/tutorials, the new source MAC
+  is the destination MAC the sender used; the TTL is decremented; packets
+  with TTL <= 1, IPv4 options (ihl != 5), a version other than 4, a parser
+  error (truncated header) or no route are dropped, as is every non-IPv4
+  frame (hosts use static ARP).
+- ``symphony_flows``: ``table_add("symphony_flows", "track",
+  [src_ip, dst_ip, str(dport)], [flow_id, job_slot, n_local, threshold,
+  enabled, tcp])``.  The key's port is the UDP or TCP destination port
+  (``meta.l4_dport``, set by the parser).  Tagged UDP packets (source port
+  0xC000 | tag, 14-bit tag) and TCP segments (tag in the DSCP, 6 bits) are
+  looked up; ``tcp`` (the job's transport) says which one the flow is: a
+  packet of the other protocol is forwarded but not tracked.  Serial
+  arithmetic uses the mode's tag width (``tag_bits(tcp)``); register values
+  are tags of that width held in 16 bits.
+- ECN parameters live in two egress tables rather than registers:
+  ``queue_ecn`` (range on the queue depth at enqueue -> ``queue_mark_prob(p)``)
+  carries Kmin, Kmax and Pmax as ranges, and the keyless ``sym_ecn`` carries
+  K_sym and P_sym in its default action ``set_sym_ecn(k_sym, p_sym)``.
+  Probabilities are integers in units of 2^-16 (PROB_ONE = always).
+  topologies/switch/program.py turns (Kmin, Kmax, Pmax, K_sym, P_sym) into
+  these entries.
+- Counters are indexed by flow id (``pkts``, ``sym_marks``,
+  ``flow_queue_marks``) or by egress port (``queue_marks``); each counts
+  packets and bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# --- constants (p4/include/constants.p4) ----------------------------------
+TAG_BITS = 14
+TAG_BASE = 0xC000
+TAG_MASK = (1 << TAG_BITS) - 1
+TAG_HALF = 1 << (TAG_BITS - 1)
+DSCP_TAG_BITS = 6          # TCP mode: the tag in the DSCP
+DSCP_TAG_MASK = (1 << DSCP_TAG_BITS) - 1
+DSCP_TAG_HALF = 1 << (DSCP_TAG_BITS - 1)
+W = 64                     # step_count slots per job
+W_BITS = 6
+MAX_FLOWS = 1024
+MAX_JOBS = 64
+STEP_SLOTS = MAX_JOBS * W
+NUM_PORTS = 512
+PROB_ONE = 1 << 16
+K_SYM_DEFAULT = 1
+FORWARD_SIZE = 1024
+FLOWS_SIZE = 1024
+QUEUE_ECN_SIZE = 256
+QDEPTH_BITS = 19           # enq_qdepth width on v1model and Tofino2
+PORT_BITS = 9
+
+# The names of the #define / const constants in constants.p4 and their values.
+P4_CONSTANTS = {
+    "SYM_TAG_BITS": TAG_BITS,
+    "SYM_TAG_BASE": TAG_BASE,
+    "SYM_TAG_MASK": TAG_MASK,
+    "SYM_TAG_HALF": TAG_HALF,
+    "SYM_DSCP_TAG_BITS": DSCP_TAG_BITS,
+    "SYM_DSCP_TAG_MASK": DSCP_TAG_MASK,
+    "SYM_DSCP_TAG_HALF": DSCP_TAG_HALF,
+    "SYM_W": W,
+    "SYM_W_BITS": W_BITS,
+    "SYM_MAX_FLOWS": MAX_FLOWS,
+    "SYM_MAX_JOBS": MAX_JOBS,
+    "SYM_STEP_SLOTS": STEP_SLOTS,
+    "SYM_NUM_PORTS": NUM_PORTS,
+    "SYM_PROB_ONE": PROB_ONE,
+    "SYM_K_SYM_DEFAULT": K_SYM_DEFAULT,
+    "SYM_FORWARD_SIZE": FORWARD_SIZE,
+    "SYM_FLOWS_SIZE": FLOWS_SIZE,
+    "SYM_QUEUE_ECN_SIZE": QUEUE_ECN_SIZE,
+    "ETHERTYPE_IPV4": 0x0800,
+    "IP_PROTO_TCP": 6,
+    "IP_PROTO_UDP": 17,
+}
+
+
+@dataclass(frozen=True)
+class Register:
+    name: str
+    width: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Counter:
+    name: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    keys: tuple[tuple[str, str, int], ...]   # (P4 field, match kind, width)
+    actions: tuple[str, ...]
+    default: str
+    size: int | None
+
+
+# registers: tags held in 16 bits (Tofino register widths are 8/16/32)
+REGISTERS = {r.name: r for r in (
+    Register("flow_step", 16, MAX_FLOWS),     # per flow: newest step tag seen
+    Register("step_count", 16, STEP_SLOTS),   # per job x W: arrivals at a step
+    Register("frontier", 16, MAX_JOBS),       # per job: newest step all local flows reached
+)}
+
+COUNTERS = {c.name: c for c in (
+    Counter("pkts", MAX_FLOWS),               # per flow
+    Counter("sym_marks", MAX_FLOWS),          # per flow: Symphony marks
+    Counter("flow_queue_marks", MAX_FLOWS),   # per flow: queue marks
+    Counter("queue_marks", NUM_PORTS),        # per egress port: queue marks
+)}
+
+# action -> ((param, width), ...)
+ACTIONS = {
+    "ipv4_forward": (("dst_mac", 48), ("port", PORT_BITS)),
+    "drop": (),
+    "track": (("flow_id", 16), ("job_slot", 8), ("n_local", 8), ("threshold", 16), ("enabled", 1),
+              ("tcp", 1)),
+    "queue_mark_prob": (("prob", 17),),
+    "set_sym_ecn": (("k", QDEPTH_BITS), ("p", 17)),
+    "NoAction": (),
+}
+
+TABLES = {t.name: t for t in (
+    Table("forward", (("hdr.ipv4.dst_addr", "lpm", 32),), ("ipv4_forward", "drop"), "drop", FORWARD_SIZE),
+    Table("symphony_flows", (("hdr.ipv4.src_addr", "exact", 32), ("hdr.ipv4.dst_addr", "exact", 32),
+                             ("meta.l4_dport", "exact", 16)), ("track", "NoAction"), "NoAction", FLOWS_SIZE),
+    Table("queue_ecn", (("meta.qdepth", "range", QDEPTH_BITS),), ("queue_mark_prob", "NoAction"), "NoAction",
+          QUEUE_ECN_SIZE),
+    Table("sym_ecn", (), ("set_sym_ecn",), "set_sym_ecn", None),
+)}
+
+# convenient names for callers
+FORWARD, SYMPHONY_FLOWS, QUEUE_ECN, SYM_ECN = "forward", "symphony_flows", "queue_ecn", "sym_ecn"
+FLOW_STEP, STEP_COUNT, FRONTIER = "flow_step", "step_count", "frontier"
+PKTS, SYM_MARKS, QUEUE_MARKS, FLOW_QUEUE_MARKS = "pkts", "sym_marks", "queue_marks", "flow_queue_marks"
+
+
+def tag_bits(tcp: bool | int) -> int:
+    """Width of a flow's step tag: 6 bits (DSCP) in TCP mode, 14 (UDP source port) otherwise."""
+    return DSCP_TAG_BITS if tcp else TAG_BITS
+
+
+def tag_mask(tcp: bool | int) -> int:
+    return (1 << tag_bits(tcp)) - 1
+
+
+def tag_half(tcp: bool | int) -> int:
+    """2^(w-1): serial arithmetic orders tags less than this far apart."""
+    return 1 << (tag_bits(tcp) - 1)
+
+
+def max_ranks(tcp: bool | int) -> int:
+    """Largest ring the program tracks in a mode.  A ring of N ranks spreads
+    at most N-1 steps; that spread must stay below the serial half range of
+    the tag (else a newer step reads as older) and below W (else a
+    step_count slot is reused while the older step is still counting):
+    N - 1 < min(W, 2^(w-1)).  UDP: 64 ranks (W); TCP: 32 ranks (the 6-bit tag)."""
+    return min(W, tag_half(tcp))
+
+
+def step_slot(job_slot: int, step: int) -> int:
+    """Index into step_count of a job's step (job_slot * W + step mod W)."""
+    return (job_slot << W_BITS) | (step & (W - 1))

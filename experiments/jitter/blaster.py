@@ -1,0 +1,74 @@
+"""Cross traffic for the ``cross`` jitter kind: paced UDP datagrams to one
+address for a while, then exit.
+
+    python3 -m experiments.jitter.blaster --dst 10.0.0.8 --rate-mbit 10 --duration 2 [--size 1200] [--ect]
+
+Runs on an emulated host (started by the injector through net.popen); it
+sends to the discard port, so nothing listens and nothing answers but the
+kernel's rate-limited ICMP.  Pacing is per millisecond-ish tick, which is
+close enough for cross traffic; it does not react to ECN marks (it is the
+traffic Symphony's flows share the links with, not one of them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import socket
+import sys
+import time
+
+DISCARD_PORT = 9
+ECT0_TOS = 0b10
+
+
+def blast(dst: str, rate_mbit: float, duration_s: float, size: int, ect: bool, port: int = DISCARD_PORT,
+          clock=time.monotonic, sleep=time.sleep) -> int:
+    """Send for duration_s at rate_mbit (IP packet size `size`); returns the
+    number of datagrams sent."""
+    payload = b"\x00" * max(0, size - 28)          # minus IPv4 + UDP headers
+    interval = size * 8 / (rate_mbit * 1e6)
+    sent = 0
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        if ect:
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, ECT0_TOS)
+        start = clock()
+        end = start + duration_s
+        while True:
+            now = clock()
+            if now >= end:
+                break
+            due = int((now - start) / interval) + 1 - sent   # packets owed by now
+            for _ in range(max(0, due)):
+                try:
+                    sock.sendto(payload, (dst, port))
+                except OSError:
+                    pass                                    # ICMP errors, full buffers: cross traffic does not care
+                sent += 1
+            sleep(min(0.001, max(0.0, end - clock())))
+    return sent
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m experiments.jitter.blaster", description=__doc__.split("\n")[0])
+    ap.add_argument("--dst", required=True)
+    ap.add_argument("--rate-mbit", type=float, required=True)
+    ap.add_argument("--duration", type=float, required=True)
+    ap.add_argument("--size", type=int, default=1200)
+    ap.add_argument("--port", type=int, default=DISCARD_PORT)
+    ap.add_argument("--ect", action="store_true")
+    args = ap.parse_args(argv)
+    if args.rate_mbit <= 0 or args.duration <= 0 or not 64 <= args.size <= 1500:
+        print("blaster: --rate-mbit and --duration must be > 0, --size in 64..1500", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        n = blast(args.dst, args.rate_mbit, args.duration, args.size, args.ect, args.port)
+    except KeyboardInterrupt:
+        return 0
+    print(f"blaster: sent {n} datagrams to {args.dst}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

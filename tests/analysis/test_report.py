@@ -1,0 +1,159 @@
+"""The report over synthetic run directories: numbers, failed runs, plots, CLI."""
+
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib import image as mpimg
+
+from analysis.records import RecordWarning
+from analysis.report import write_report
+from analysis.synthetic import demo_experiment, ring_times, sawtooth_rates, write_run
+from tests.harness import REPO
+
+SWITCH = {"counters": {"sym_marks": [0, 4], "queue_marks": [7, 1], "pkts": [100, 100]}}
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory):
+    """baseline: steps of 10 ms, symphony: 8 ms (known CCTs), 2 repeats each,
+    plus a failed symphony run with a huge CCT that must not be averaged in."""
+    root = tmp_path_factory.mktemp("results") / "exp"
+    dirs = []
+    for rep in range(2):
+        for variant, step_s in (("baseline", 0.010), ("symphony", 0.008)):
+            times = ring_times(4, 2, step_s, straggle={(1, 1): 0.005})
+            t0 = min(a for a, _ in times.values())
+            cnp = [t0 + 5 * 10**6, t0 + 9 * 10**6]
+            dirs.append(write_run(root / f"s-{variant}-rep{rep}", times, variant=variant, repeat=rep,
+                                  switches={"s1": SWITCH, "s2": {"counters": {"sym_marks": [1]}}},
+                                  rates={0: sawtooth_rates(t0, cnp, 20e6)}, cnps={0: cnp},
+                                  jitter=[{"kind": "rate", "link": "h1-s1", "start_s": 0.002, "end_s": 0.02,
+                                           "params": {"rate_mbit": 10}},
+                                          {"kind": "compute", "job": 1, "rank": 1, "start_s": None,
+                                           "end_s": None, "params": {"iter": 1, "delay_s": 0.005}}]))
+    failed = write_run(root / "s-symphony-rep2", ring_times(4, 2, 1.0), variant="symphony", repeat=2,
+                       status="failed", reason="switch s2 exited with code -9 at t=3.2s")
+    dirs.append(failed)
+    interrupted = root / "s-baseline-rep2"  # Ctrl-C before any agent wrote a line
+    (interrupted / "agents").mkdir(parents=True)
+    (interrupted / "config.toml").write_text((dirs[0] / "config.toml").read_text())
+    (interrupted / "meta.json").write_text(json.dumps(
+        {"variant": "baseline", "repeat": 2, "status": "interrupted", "reason": "SIGINT"}))
+    dirs.append(interrupted)
+    with pytest.warns(RecordWarning, match="no rank<r>.jsonl files"):
+        report = write_report(dirs)
+    return root, dirs, report
+
+
+def load_metrics(d):
+    return json.loads((d / "metrics.json").read_text())
+
+
+def test_report_goes_to_the_experiment_dir_with_metrics_in_each_run(experiment):
+    root, dirs, report = experiment
+    assert report == root.resolve() / "report.md"
+    for d in dirs:
+        assert load_metrics(d)["run"] == d.name
+
+
+def test_metrics_json_holds_known_ccts(experiment):
+    _, dirs, _ = experiment
+    base = load_metrics(dirs[0])
+    job = base["jobs"]["1"]
+    # lockstep ring, 6 steps of 10 ms; iteration 1: rank 1 starts 5 ms late and the
+    # ring waits for it once, so 65 ms
+    assert job["cct_s"] == [pytest.approx(0.060), pytest.approx(0.065)]
+    assert base["link_rate_bps"] == 20e6
+    assert base["marks"]["total"] == {"sym_marks": 5, "queue_marks": 8, "pkts": 200}
+    assert base["cnp"] == {"tx": 2, "rx": 2}
+    assert job["misalignment"]["max"] >= 1
+    assert [w["kind"] for w in base["jitter"]] == ["rate", "compute"]
+    assert base["jitter"][0]["rank"] == 0  # h1-s1 is rank 0's access link (config.toml's job hosts)
+    # the compute window ends where rank 1 really started iteration 1
+    compute = base["jitter"][1]
+    assert compute["end_s"] - compute["start_s"] == pytest.approx(0.005)
+    assert compute["end_s"] == pytest.approx(0.065)
+
+
+def test_summary_table_excludes_the_failed_run_and_gives_the_change(experiment):
+    root, _, report = experiment
+    text = report.read_text()
+    base_mean = (0.060 + 0.065) / 2
+    sym_mean = (0.048 + 0.053) / 2
+    change = (sym_mean - base_mean) / base_mean * 100
+    assert f"| baseline | 2 / 3 | 4 | {base_mean:.4f} |" in text
+    assert f"| symphony | 2 / 3 | 4 | {sym_mean:.4f} |" in text
+    assert f"{change:+.1f} %" in text and change < 0
+    assert "switch s2 exited with code -9 at t=3.2s" in text
+    assert "| s-symphony-rep2 | symphony | failed |" in text
+    assert "| s-baseline-rep2 | baseline | interrupted | SIGINT |" in text
+
+
+def test_report_embeds_every_plot_it_wrote(experiment):
+    root, _, report = experiment
+    text = report.read_text()
+    pngs = sorted((root / "plots").glob("*.png"))
+    names = {p.stem for p in pngs}
+    assert {"timeline_rep0", "timeline_rep1", "misalignment", "cct", "rates", "marks"} <= names
+    for p in pngs:
+        assert f"](plots/{p.name})" in text
+
+
+def test_plots_are_images_with_content(experiment):
+    root, _, _ = experiment
+    for png in sorted((root / "plots").glob("*.png")):
+        img = mpimg.imread(png)
+        h, w = img.shape[:2]
+        assert w >= 500 and h >= 350, f"{png.name} is only {w}x{h}"
+        rgb = img[..., :3]
+        assert rgb.std() > 0.05, f"{png.name} looks blank"
+        # more than a frame and some text: a real share of the pixels is not background
+        non_white = np.mean(np.any(rgb < 0.9, axis=-1))
+        assert non_white > 0.03, f"{png.name}: only {non_white:.1%} of pixels drawn"
+
+
+def test_single_run_report_goes_into_the_run_dir(tmp_path):
+    d = write_run(tmp_path / "only-baseline-rep0", ring_times(3, 1, 0.01))
+    report = write_report([d])
+    assert report == d.resolve() / "report.md"
+    assert (d / "plots" / "timeline_rep0.png").exists()
+    assert (d / "metrics.json").exists()
+
+
+def test_cut_last_line_through_the_command_line(tmp_path):
+    d = write_run(tmp_path / "exp" / "x-baseline-rep0", ring_times(3, 1, 0.01))
+    log = d / "agents" / "rank2.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    assert b'"iter_end"' in lines[-1] and b'"step_end"' in lines[-2]
+    # killed while writing the last step_end: iter_end never came, step_end half there
+    log.write_bytes(b"".join(lines[:-2]) + lines[-2][:30])
+    out = subprocess.run([sys.executable, "-m", "analysis", "report", str(d)], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "last line is cut" in out.stderr and "rank2.jsonl:" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert "report:" in out.stdout and str(d.name) in out.stdout
+    m = json.loads((d / "metrics.json").read_text())
+    # rank 2's last step_end is gone, so the iteration is incomplete: no CCT
+    assert m["jobs"]["1"]["iterations"][0]["complete"] is False
+    assert any("last line is cut" in w for w in m["warnings"])
+
+
+def test_bad_argument_is_one_line_and_exit_2(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "analysis", "report", str(tmp_path / "nope")], cwd=REPO,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "not a directory" in out.stderr
+
+
+def test_demo_experiment_is_analysable_without_warnings(tmp_path):
+    dirs = demo_experiment(tmp_path / "demo", repeats=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RecordWarning)
+        report = write_report(dirs)
+    assert "| symphony | 1 / 1 |" in report.read_text()

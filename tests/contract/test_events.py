@@ -1,0 +1,21 @@
+import json
+
+import pytest
+
+from contract.events import EventLog, SchemaError, validate
+
+
+def test_log_lines_are_valid_and_flushed(tmp_path):
+    path = tmp_path / "rank0.jsonl"
+    log = EventLog(path, job=1, rank=0)
+    log.emit("step_start", iter=0, step=3, k=3, phase="ag", send_chunk=1, recv_chunk=0)
+    # flushed before close: a kill would keep the line
+    line = path.read_text().splitlines()[0]
+    validate(json.loads(line))
+    log.close()
+
+
+def test_missing_field_is_named():
+    with pytest.raises(SchemaError, match="recv_chunk"):
+        validate({"t": 1, "kind": "step_start", "job": 1, "rank": 0, "iter": 0,
+                  "step": 0, "k": 0, "phase": "rs", "send_chunk": 0})

@@ -1,0 +1,195 @@
+"""The injector against a fake network on a virtual clock."""
+
+import json
+import subprocess
+
+import pytest
+
+from experiments import config as C
+from experiments.jitter import schedule as J
+from experiments.jitter.injector import Injector, InjectorError, netem_support, write_schedule
+from topologies.spec.topo import build
+
+
+class FakeProc:
+    def __init__(self):
+        self.code = None
+        self.terminated = False
+
+    def poll(self):
+        return self.code
+
+    def terminate(self):
+        self.terminated = True
+        self.code = -15
+
+    def kill(self):
+        self.code = -9
+
+    def wait(self, timeout=None):
+        return self.code
+
+
+class FakeNet:
+    def __init__(self, fail_on=None):
+        self.calls = []
+        self.procs = []
+        self.fail_on = fail_on
+
+    def set_link_rate(self, link, rate):
+        if self.fail_on == link:
+            raise RuntimeError("control socket gone")
+        self.calls.append(("rate", link, rate))
+
+    def popen(self, host, args, **kw):
+        self.calls.append(("popen", host, tuple(args)))
+        p = FakeProc()
+        self.procs.append(p)
+        return p
+
+
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def schedule(jitter, netem_ok=False):
+    raw = {"name": "i", "seed": 1,
+           "topology": {"kind": "leafspine", "hosts": 4, "leaves": 2, "spines": 1, "host_rate_mbit": 10},
+           "jobs": [{"ranks": 4, "message_bytes": 4000, "iterations": 1}], "jitter": jitter}
+    cfg = C.resolve(raw)
+    return J.apply_fallbacks(J.make_schedule(cfg, build(cfg["topology"]), 1), netem_ok)[0]
+
+
+def test_rate_squeeze_applied_on_time_and_restored(tmp_path):
+    events = schedule([{"kind": "rate", "rank": 1, "start_s": 1.0, "duration_s": 2.0, "fraction": 0.25}])
+    net, clock = FakeNet(), Clock()
+    inj = Injector(net, events, tmp_path / "applied.jsonl", clock=clock, wall_ns=lambda: 123)
+    inj.start()
+    assert inj.tick() == [] and net.calls == []
+    clock.t += 0.99
+    assert inj.tick() == []
+    clock.t += 0.02
+    assert [a["op"] for a in inj.tick()] == ["set_rate"]
+    link = events[0]["link"]
+    assert net.calls == [("rate", link, 2.5)]
+    clock.t += 2.0
+    inj.tick()
+    assert net.calls[-1] == ("rate", link, 10.0)
+    assert inj.next_due() is None and inj.squeezed == {}
+    inj.stop()
+    lines = [json.loads(x) for x in (tmp_path / "applied.jsonl").read_text().splitlines()]
+    assert [x["rate_mbit"] for x in lines] == [2.5, 10.0]
+    assert lines[0]["t"] == 123 and lines[0]["t_sched_s"] == 1.0 and lines[0]["t_rel_s"] == pytest.approx(1.01)
+
+
+def test_stop_restores_a_squeeze_still_in_force():
+    events = schedule([{"kind": "rate", "link": "l1-p1", "start_s": 0.0, "duration_s": 50, "fraction": 0.5}])
+    net, clock = FakeNet(), Clock()
+    inj = Injector(net, events, clock=clock)
+    inj.start()
+    inj.tick()
+    assert net.calls == [("rate", "l1-p1", 5.0)]
+    assert inj.stop() == []
+    assert net.calls[-1] == ("rate", "l1-p1", 10.0)
+
+
+def test_cross_traffic_blaster_started_on_src_and_stopped():
+    events = schedule([{"kind": "cross", "src": "h1", "dst": "h4", "start_s": 0.5, "duration_s": 1.5,
+                        "rate_mbit": 3}])
+    net, clock = FakeNet(), Clock()
+    inj = Injector(net, events, clock=clock, python="/usr/bin/python3")
+    inj.start()
+    clock.t += 0.6
+    inj.tick()
+    (kind, host, args), = net.calls
+    assert kind == "popen" and host == "h1"
+    assert args[:3] == ("/usr/bin/python3", "-m", "experiments.jitter.blaster")
+    assert args[args.index("--dst") + 1] == "10.0.0.4"
+    assert args[args.index("--rate-mbit") + 1] == "3"
+    assert args[args.index("--duration") + 1] == "1.5"
+    clock.t += 1.5
+    inj.tick()
+    assert net.procs[0].terminated
+
+
+def test_stop_kills_blasters_still_running():
+    events = schedule([{"kind": "cross", "src": "h2", "dst": "h3", "start_s": 0, "duration_s": 60,
+                        "rate_mbit": 1}])
+    net, clock = FakeNet(), Clock()
+    inj = Injector(net, events, clock=clock)
+    inj.start()
+    inj.tick()
+    inj.stop()
+    assert net.procs[0].terminated
+
+
+def test_failing_action_raises_with_what_was_tried(tmp_path):
+    events = schedule([{"kind": "rate", "link": "l2-p1", "start_s": 0.0, "duration_s": 1, "fraction": 0.5}])
+    inj = Injector(FakeNet(fail_on="l2-p1"), events, tmp_path / "a.jsonl", clock=Clock())
+    inj.start()
+    with pytest.raises(InjectorError, match="set_rate at t=0s failed: control socket gone"):
+        inj.tick()
+    inj.stop()
+    assert "error" in (tmp_path / "a.jsonl").read_text()
+
+
+def test_netem_support_says_why_not():
+    assert netem_support(FakeNet(), probe=lambda: True) == (False, "the network has no netem control (set_link_netem)")
+
+    class NetemNet(FakeNet):
+        def set_link_netem(self, *a):
+            pass
+
+    assert netem_support(NetemNet(), probe=lambda: False) == (False, "no sch_netem on this kernel")
+    assert netem_support(NetemNet(), probe=lambda: True) == (True, "")
+
+
+def test_netem_applied_where_it_exists():
+    events = schedule([{"kind": "netem", "host": "h3", "start_s": 0, "duration_s": 1, "delay_ms": 4,
+                        "loss_pct": 2}], netem_ok=True)
+    calls = []
+
+    class NetemNet(FakeNet):
+        def set_link_netem(self, link, delay, jit, loss):
+            calls.append((link, delay, jit, loss))
+
+    clock = Clock()
+    inj = Injector(NetemNet(), events, clock=clock)
+    inj.start()
+    inj.tick()
+    clock.t += 1
+    inj.tick()
+    assert calls == [("h3-l2", 4.0, 0.0, 2.0), ("h3-l2", None, 0.0, 0.0)]
+
+
+def test_schedule_file_is_never_overwritten(tmp_path):
+    write_schedule(tmp_path / "jitter.jsonl", [{"id": 0}])
+    with pytest.raises(FileExistsError):
+        write_schedule(tmp_path / "jitter.jsonl", [{"id": 1}])
+
+
+def test_blaster_paces_at_its_rate():
+    """The blaster's pacing on a virtual clock: 1 Mbit/s of 1000-byte packets
+    for 1 s is 125 packets."""
+    from experiments.jitter import blaster
+
+    t = [0.0]
+
+    def clock():
+        return t[0]
+
+    def sleep(dt):
+        t[0] += max(dt, 0.001)
+
+    n = blaster.blast("127.0.0.1", 1.0, 1.0, 1000, False, port=9, clock=clock, sleep=sleep)
+    assert 124 <= n <= 126
+
+
+def test_blaster_cli_rejects_bad_arguments():
+    r = subprocess.run(["python3", "-m", "experiments.jitter.blaster", "--dst", "127.0.0.1", "--rate-mbit", "0",
+                        "--duration", "1"], capture_output=True, text=True)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1

@@ -1,0 +1,108 @@
+"""The twin's control protocol without raw sockets (a switch with no ports):
+requests map to the pipeline and queue settings, bad requests get one-line
+errors, and random bytes on the control line never raise."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from topologies.switch.twin.client import TwinClient, TwinClientError
+from topologies.switch.twin.switch import TwinSwitch
+
+
+@pytest.fixture
+def switch(tmp_path):
+    sw = TwinSwitch("t1", {}, str(tmp_path / "c.sock"), offloads_off=False)
+    yield sw
+    sw.close()
+
+
+def req(sw, method, *args, **kwargs):
+    return sw.handle_request(json.dumps({"id": 7, "method": method, "args": list(args), "kwargs": kwargs}))
+
+
+def test_requests_reach_the_pipeline(switch):
+    assert req(switch, "table_add", "forward", "ipv4_forward", ["10.0.0.2/32"], ["00:00:0a:00:00:02", "2"]) == \
+        {"id": 7, "result": 0}
+    assert req(switch, "register_write", "frontier", 1, 9)["result"] is None
+    assert req(switch, "register_read", "frontier", 1)["result"] == 9
+    assert req(switch, "counter_read", "pkts", 0)["result"] == [0, 0]
+    assert req(switch, "ping")["result"] == "t1"
+
+
+@pytest.mark.parametrize("line, message", [
+    (b"not json", "bad request"),
+    (b"[1, 2]", "bad request"),
+    (json.dumps({"id": 1, "method": "rm_rf"}).encode(), "unknown method"),
+    (json.dumps({"id": 1, "method": "register_read", "args": ["nope", 0]}).encode(), "unknown register"),
+    (json.dumps({"id": 1, "method": "set_queue_rate", "args": [100, 3]}).encode(), "no port 3"),
+    (json.dumps({"id": 1, "method": "set_queue_rate_bps", "args": [8e6, 3]}).encode(), "no port 3"),
+    (json.dumps({"id": 1, "method": "table_add", "args": ["forward"]}).encode(), "missing"),
+])
+def test_bad_requests_get_one_line_errors(switch, line, message):
+    reply = switch.handle_request(line)
+    assert message in reply["error"] and "\n" not in reply["error"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=300),
+                 st.builds(lambda m, a: json.dumps({"id": 1, "method": m, "args": a}).encode(),
+                           st.sampled_from(["table_add", "register_write", "register_read", "counter_read",
+                                            "set_queue_depth", "set_queue_rate", "set_queue_rate_bps",
+                                            "table_set_default", "x"]),
+                           st.lists(st.one_of(st.integers(-5, 70000), st.text(max_size=12), st.none(),
+                                              st.lists(st.text(max_size=8), max_size=3)), max_size=6))))
+def test_random_control_lines_never_raise(line):
+    sw = TwinSwitch.__new__(TwinSwitch)          # the request handler needs no sockets
+    sw.name, sw.queues, sw.stats = "f", {}, {}
+    from topologies.switch.twin.pipeline import Pipeline
+    sw.pipeline = Pipeline()
+    reply = sw.handle_request(line)
+    assert ("error" in reply) != ("result" in reply)
+
+
+def test_client_over_the_unix_socket(switch):
+    # run() installs signal handlers, which only the main thread may do: serve by hand instead
+    import select
+    stop = threading.Event()
+
+    def serve():
+        poller = select.poll()
+        poller.register(switch.listener.fileno(), select.POLLIN)
+        while not stop.is_set():
+            for fd, _ in poller.poll(50):
+                if fd == switch.listener.fileno():
+                    switch._accept(poller)
+                elif fd in switch.clients:
+                    switch._serve(fd, poller)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        c = TwinClient.wait(switch.control_path, timeout=5)
+        c.table_add("forward", "ipv4_forward", ["10.0.0.0/8"], ["00:00:00:00:00:01", "1"])
+        c.register_write("flow_step", 3, 42)
+        assert c.register_read("flow_step", 3) == 42
+        assert c.counter_read("sym_marks", 3).packets == 0
+        with pytest.raises(TwinClientError, match="fit in 16 bits"):
+            c.register_write("flow_step", 3, 1 << 20)
+        c.close()
+    finally:
+        stop.set()
+        t.join(2)
+
+
+def test_queue_rate_in_packets_or_bits_per_port():
+    from topologies.switch.twin.queues import EgressQueue
+    sw = TwinSwitch.__new__(TwinSwitch)          # queue settings need no sockets
+    sw.name, sw.queues = "q", {1: EgressQueue(), 2: EgressQueue()}
+    assert req(sw, "set_queue_rate_bps", 8e6, 2) == {"id": 7, "result": None}
+    assert (sw.queues[2].bps, sw.queues[2].pps) == (8e6, None) and sw.queues[1].unlimited
+    assert "result" in req(sw, "set_queue_rate", 100)              # no port: every port, in packets/s
+    assert [(q.pps, q.bps) for q in sw.queues.values()] == [(100, None), (100, None)]
+    assert "bits/s" in req(sw, "set_queue_rate_bps", 0, 1)["error"]

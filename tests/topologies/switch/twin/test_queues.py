@@ -1,0 +1,102 @@
+"""The twin's egress queue on a virtual clock: drop-tail at the depth, drain
+at the rate (packets/s as BMv2, or bits/s as a real link), idle restart,
+bounded catch-up."""
+
+import pytest
+
+from topologies.switch.twin.queues import EgressQueue
+
+
+def test_drop_tail_and_rate():
+    q = EgressQueue(depth=3, pps=100)
+    for i in range(5):
+        if q.room():
+            q.push(bytes([i]), now=0.0)
+    assert len(q) == 3 and not q.room()
+    assert q.pop_due(0.0) == [b"\x00"]               # the head of an idle queue leaves at once
+    assert q.pop_due(0.005) == []                    # 10 ms per packet
+    assert q.pop_due(0.0101) == [b"\x01"]
+    assert q.deadline() == pytest.approx(0.02)
+    assert q.pop_due(0.03) == [b"\x02"] and q.deadline() is None
+
+
+def test_idle_queue_restarts_now_and_catch_up_is_bounded():
+    q = EgressQueue(depth=100, pps=1000)
+    q.push(b"a", now=10.0)
+    assert q.pop_due(10.0) == [b"a"]
+    for _ in range(50):
+        q.push(b"x", now=10.5)
+    # woken 40 ms late: sends at most the catch-up allowance, not 40 packets at once
+    assert len(q.pop_due(10.54)) <= 5
+
+
+def test_unlimited_drains_everything():
+    q = EgressQueue(depth=10)
+    for _ in range(4):
+        q.push(b"x", 0.0)
+    assert q.deadline() == 0.0
+    assert len(q.pop_due(0.0)) == 4
+
+
+@pytest.mark.parametrize("depth, pps, bps", [(0, None, None), (5, 0, None), (5, -1, None), (5, None, 0),
+                                             (5, None, -8), (5, 10, 1000)])
+def test_bad_settings(depth, pps, bps):
+    with pytest.raises(ValueError):
+        EgressQueue(depth=depth, pps=pps, bps=bps)
+
+
+def departures(q, frames, step=1e-5, until=10.0):
+    """Push `frames` at t=0 and step a virtual clock: [(time, frame length)]."""
+    for f in frames:
+        q.push(f, now=0.0)
+    out, now = [], 0.0
+    while len(q) and now < until:
+        out += [(now, len(f)) for f in q.pop_due(now)]
+        now = max(now + step, q.deadline() or now)
+    return out
+
+
+def test_bit_rate_serialises_by_length():
+    bps = 1_000_000
+    q = EgressQueue(depth=10, bps=bps)
+    (t0, _), (t1, _), (t2, _) = departures(q, [bytes(1400), bytes(70), bytes(1400)])
+    assert t0 == 0.0
+    big, small = t1 - t0, t2 - t1            # the time each packet held the port
+    assert big == pytest.approx(1400 * 8 / bps)
+    assert small == pytest.approx(70 * 8 / bps)
+    assert small / big == pytest.approx(1 / 20)
+
+
+def test_packet_rate_ignores_length():
+    # BMv2 parity: the same gap for a 70-byte and a 1400-byte packet
+    q = EgressQueue(depth=10, pps=1000)
+    (t0, _), (t1, _), (t2, _) = departures(q, [bytes(1400), bytes(70), bytes(1400)])
+    assert t1 - t0 == pytest.approx(t2 - t1) == pytest.approx(1e-3)
+
+
+def test_bit_rate_drains_the_rate_in_bytes_per_second():
+    # a mix of data packets and ACK-sized ones: the bytes leaving in a second
+    # match the rate, whatever the mix (pps mode would send far fewer bytes)
+    bps = 8_000_000
+    frames = [bytes(1242) if i % 2 else bytes(70) for i in range(2000)]
+    q = EgressQueue(depth=len(frames), bps=bps)
+    out = departures(q, frames, step=1e-4)
+    sent = sum(n for t, n in out if t < 1.0)
+    assert sent * 8 == pytest.approx(bps, rel=0.01)
+    p = EgressQueue(depth=len(frames), pps=round(bps / (8 * 1500)))
+    sent_pps = sum(n for t, n in departures(p, frames, step=1e-4) if t < 1.0)
+    assert sent_pps * 8 < 0.5 * bps
+
+
+def test_bit_rate_catch_up_is_bounded_and_switching_units():
+    q = EgressQueue(depth=500, bps=1_000_000)       # a 1500-byte frame takes 12 ms
+    q.push(b"a", now=1.0)
+    assert q.pop_due(1.0) == [b"a"]
+    for _ in range(400):
+        q.push(bytes(100), now=1.5)
+    # woken 1 s late: at most 4 full frames' worth (48 ms = 60 such packets), not 400
+    assert 1 <= len(q.pop_due(2.5)) <= 61
+    q.set_rate(100)
+    assert q.pps == 100 and q.bps is None and not q.unlimited
+    q.set_rate_bps(None)
+    assert q.unlimited and q.deadline() == 0.0

@@ -1,0 +1,239 @@
+"""Mininet node and link classes for the testbed.
+
+Switches stay in the root namespace (their interfaces are what the twin's raw
+sockets or simple_switch open), so their interface names carry the project
+prefix and the network id: ``sym<id><switch>e<port>`` (<= 15 characters,
+checked).  Hosts keep Mininet's ``<host>-eth0`` inside their own namespace.
+
+- SoftSwitch: one twin process per switch (python3 -m topologies.switch.twin).
+- BridgeSwitch: a plain Linux bridge; plumbing tests only (no P4 program).
+- bmv2_switch_class(): p4-utils' P4Switch with the same naming, imported
+  lazily because p4-utils is not installed everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from mininet.link import Intf, Link
+from mininet.node import Host, Switch
+
+from topologies.network.intf import host_sysctls, ipv6_off, offloads_off, switch_port_commands
+from topologies.network.names import PREFIX, check_ifname, switch_ifname
+
+TWIN_START_TIMEOUT_S = 10.0
+
+
+def quiet(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(args, capture_output=True, text=True)
+
+
+def tune_root_intf(name: str) -> list[str]:
+    """Offloads and IPv6 off on a root-namespace switch interface: the switch
+    reads raw frames, which must be MTU-sized with real checksums, and IPv6
+    router solicitations would only add noise.  Returns problems."""
+    problems = []
+    for args in switch_port_commands(name):
+        r = quiet(*args)
+        if r.returncode:
+            problems.append(f"{' '.join(args[:2])} {name}: {r.stderr.strip()}")
+    return problems
+
+
+class SymLink(Link):
+    """A veth pair whose switch end gets the prefixed name."""
+
+    def intfName(self, node, n):
+        if hasattr(node, "port_ifname"):
+            return node.port_ifname(n)
+        return super().intfName(node, n)
+
+
+class SymHost(Host):
+    """A host in its own namespace, set up for raw-frame switches: offloads
+    off (else veth hands the switch 64 KB GSO frames with partial
+    checksums), IPv6 off, the step-tag ports reserved."""
+
+    def config(self, **params):
+        r = super().config(**params)
+        commands = [offloads_off(self.defaultIntf().name),
+                    *(ipv6_off(conf) for conf in ("all", "default", "lo")), *host_sysctls()]
+        for args in commands:
+            self.cmd(*args)
+        return r
+
+
+class SymSwitch(Switch):
+    """Base: root namespace, prefixed interface names, a process to watch."""
+
+    def __init__(self, name, net_id: str, run_dir: str, queue_depth: int = 64,
+                 ctl_dir: str | None = None, **params):
+        params["inNamespace"] = False
+        self.net_id = net_id
+        self.run_dir = Path(run_dir)
+        # control sockets: the network's short directory (topologies.network.state),
+        # not the run directory, whose path may exceed a socket path's 107 bytes
+        self.ctl_dir = Path(ctl_dir) if ctl_dir else self.run_dir / "ctl"
+        self.queue_depth = queue_depth
+        self.proc: subprocess.Popen | None = None
+        super().__init__(name, **params)
+
+    def port_ifname(self, port: int) -> str:
+        return switch_ifname(self.net_id, self.name, port)
+
+    def data_ports(self) -> dict[int, str]:
+        return {port: intf.name for port, intf in sorted(self.intfs.items()) if port > 0}
+
+    def switch_pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def returncode(self) -> int | None:
+        return self.proc.poll() if self.proc else None
+
+    def stop_process(self, grace_s: float = 2.0) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def stop(self, deleteIntfs=True):
+        self.stop_process()
+        super().stop(deleteIntfs)
+
+
+class SoftSwitch(SymSwitch):
+    """The software twin of the P4 switch, one process per switch."""
+
+    target = "soft"
+
+    @property
+    def control_path(self) -> str:
+        return str(self.ctl_dir / f"{self.name}.sock")
+
+    def start(self, controllers):
+        from topologies.network.state import sock_path_problem
+        problem = sock_path_problem(self.control_path)
+        if problem:
+            raise RuntimeError(f"twin of {self.name}: cannot use control socket {self.control_path}: {problem}")
+        Path(self.control_path).parent.mkdir(parents=True, exist_ok=True)
+        log_dir = self.run_dir / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        args = [sys.executable, "-m", "topologies.switch.twin", "--name", self.name,
+                "--control", self.control_path, "--queue-depth", str(self.queue_depth)]
+        for port, ifname in self.data_ports().items():
+            args += ["--port", f"{port}={ifname}"]
+        with open(log_dir / f"{self.name}.log", "ab") as log:
+            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                         start_new_session=True, cwd=str(Path(__file__).parent.parent))
+        deadline = time.monotonic() + TWIN_START_TIMEOUT_S
+        while not os.path.exists(self.control_path):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"twin of {self.name} exited with code {self.proc.returncode} "
+                                   f"at start (see {log_dir / (self.name + '.log')})")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"twin of {self.name} did not open {self.control_path} "
+                                   f"within {TWIN_START_TIMEOUT_S:.0f} s")
+            time.sleep(0.05)
+
+    def client(self):
+        from topologies.switch.twin.client import TwinClient
+        return TwinClient.wait(self.control_path, timeout=TWIN_START_TIMEOUT_S, proc=self.proc)
+
+
+class BridgeSwitch(SymSwitch):
+    """A Linux bridge: forwards by MAC, no P4 program.  Plumbing tests only."""
+
+    target = "bridge"
+
+    @property
+    def bridge(self) -> str:
+        return check_ifname(f"{PREFIX}{self.net_id}{self.name}br")
+
+    def start(self, controllers):
+        for cmd in (("ip", "link", "add", self.bridge, "type", "bridge"),
+                    ("ip", "link", "set", self.bridge, "up")):
+            r = quiet(*cmd)
+            if r.returncode:
+                raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()}")
+        for ifname in self.data_ports().values():
+            quiet("ip", "link", "set", ifname, "master", self.bridge)
+
+    def stop(self, deleteIntfs=True):
+        quiet("ip", "link", "del", self.bridge)
+        super().stop(deleteIntfs)
+
+    def client(self):
+        return None
+
+
+def bmv2_switch_class():
+    """P4Switch (p4-utils) with the testbed's naming and process tracking.
+
+    Imported lazily: p4-utils is only in the VM (issue 8).  P4Switch starts
+    simple_switch through its shell with `-i <port>@<intf>` for each port
+    and records simple_switch_pid."""
+    from p4utils.mininetlib.node import P4Switch  # noqa: WPS433 (optional dependency)
+
+    class Bmv2Switch(P4Switch):
+        target = "bmv2"
+
+        def __init__(self, name, net_id: str, run_dir: str, queue_depth: int = 64,
+                     thrift_port: int = 9090, json_path: str | None = None, **params):
+            params["inNamespace"] = False
+            self.net_id = net_id
+            self.run_dir = Path(run_dir)
+            self.queue_depth = queue_depth
+            log_dir = self.run_dir / "logs"
+            log_dir.mkdir(parents=True, exist_ok=True)
+            device_id = params.pop("device_id")
+            super().__init__(name, device_id=device_id, json_path=json_path, thrift_port=thrift_port,
+                             log_enabled=True, log_dir=str(log_dir), **params)
+
+        def port_ifname(self, port: int) -> str:
+            return switch_ifname(self.net_id, self.name, port)
+
+        def data_ports(self) -> dict[int, str]:
+            return {port: intf.name for port, intf in sorted(self.intfs.items()) if port > 0}
+
+        def switch_pid(self):
+            return self.simple_switch_pid
+
+        def returncode(self):
+            pid = self.simple_switch_pid
+            if pid is None:
+                return None
+            try:
+                done, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:     # not our child (started by the node's shell)
+                return None if os.path.exists(f"/proc/{pid}") else -9
+            return None if done == 0 else os.waitstatus_to_exitcode(status)
+
+        def stop_process(self, grace_s: float = 2.0) -> None:
+            pid = self.simple_switch_pid
+            if pid and os.path.exists(f"/proc/{pid}"):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+        def stop(self, deleteIntfs=True):
+            self.stop_process()
+            Switch.stop(self, deleteIntfs)
+
+        def client(self):
+            from p4utils.utils.sswitch_thrift_API import SimpleSwitchThriftAPI
+            return SimpleSwitchThriftAPI(self.thrift_port)
+
+    return Bmv2Switch
+
+
+__all__ = ["SymLink", "SymHost", "SoftSwitch", "BridgeSwitch", "bmv2_switch_class", "switch_ifname",
+           "tune_root_intf", "Intf"]

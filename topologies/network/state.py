@@ -1,0 +1,256 @@
+"""Per-network state files under /run/symphony/: every pid a network starts,
+the network namespaces of its hosts and its interface prefix, so that
+`make clean-net` can remove what a crashed run left behind by pid and by this
+project's names, never by process name.
+
+Each network also gets a short directory of its own, /run/symphony/<id>/,
+for its switches' control sockets: a Unix socket path holds at most 107
+bytes, which a run directory under a deep ``--out`` or pytest's tmp_path
+easily exceeds.  The state file records it, so clean-net removes it too.
+
+A pid is stored with its start time (field 22 of /proc/<pid>/stat), and is
+only killed when that still matches: a pid reused by an unrelated process
+after a crash is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+STATE_DIR = Path(os.environ.get("SYMPHONY_STATE_DIR", "/run/symphony"))
+SUN_PATH_MAX = 107        # bytes of a Unix socket path (sockaddr_un.sun_path less the NUL)
+
+
+def sock_path_problem(path: str | os.PathLike) -> str | None:
+    """Why a Unix socket cannot be bound at this path (too long), or None."""
+    n = len(os.fsencode(path))
+    if n > SUN_PATH_MAX:
+        return f"the path is {n} bytes long, over the {SUN_PATH_MAX}-byte limit of a Unix socket path"
+    return None
+
+
+def start_time(pid: int) -> int | None:
+    """Kernel start time of a process (clock ticks since boot), None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (field 2) may hold spaces and parentheses: split after the last ')'
+    return int(stat[stat.rindex(")") + 2:].split()[19])
+
+
+def netns_inode(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
+
+
+def alive(pid: int, started: int | None) -> bool:
+    """The recorded process still runs (a zombie waiting to be reaped does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    fields = stat[stat.rindex(")") + 2:].split()
+    if fields[0] in ("Z", "X"):
+        return False
+    return started is None or int(fields[19]) == started
+
+
+class StateFile:
+    """The state of one network; rewritten atomically on every change."""
+
+    def __init__(self, net_id: str, prefix: str, state_dir: Path | None = None):
+        self.dir = Path(state_dir or STATE_DIR)
+        self.path = self.dir / f"{net_id}.json"
+        self.data = {"id": net_id, "prefix": prefix, "owner": os.getpid(),
+                     "owner_start": start_time(os.getpid()), "created": time.time(),
+                     "pids": [], "netns": []}
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._write()
+
+    @property
+    def sock_dir(self) -> Path:
+        """The network's directory for control sockets, short whatever the
+        run directory is (created by ``make_sock_dir``)."""
+        return self.dir / self.data["id"]
+
+    def make_sock_dir(self) -> Path:
+        self.sock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.data.get("sock_dir") != str(self.sock_dir):
+            self.data["sock_dir"] = str(self.sock_dir)
+            self._write()
+        return self.sock_dir
+
+    def add_pid(self, pid: int, what: str) -> None:
+        self.data["pids"].append({"pid": pid, "start": start_time(pid), "what": what})
+        self._write()
+
+    def add_netns(self, pid: int, what: str) -> None:
+        ino = netns_inode(pid)
+        if ino is not None:
+            self.data["netns"].append({"inode": ino, "what": what})
+            self._write()
+
+    def _write(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=1))
+        os.replace(tmp, self.path)
+
+    def remove(self) -> None:
+        remove_sock_dir(self.path, self.data)
+        for p in (self.path, self.path.with_suffix(".tmp")):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def remove_sock_dir(state_path: Path, data: dict) -> str | None:
+    """Remove the socket directory a state file records: its sockets, then
+    the directory.  Only the one named for this network beside its state file
+    (a state file is not trusted to name any other path), and only socket
+    files in it.  Returns the path when it was removed."""
+    recorded = data.get("sock_dir")
+    net_id = data.get("id")
+    if not recorded or not net_id or Path(recorded) != Path(state_path).parent / str(net_id):
+        return None
+    d = Path(recorded)
+    if not d.is_dir() or d.is_symlink():
+        return None
+    for entry in d.iterdir():
+        if entry.is_socket():
+            try:
+                entry.unlink()
+            except FileNotFoundError:
+                pass
+    try:
+        d.rmdir()
+    except OSError:         # something else in it: not ours to remove
+        return None
+    return str(d)
+
+
+def remove_orphan_sock_dirs(state_dir: Path | None = None) -> list[str]:
+    """Socket directories whose network has no state file: a network writes
+    its state file before its socket directory and removes it after, so such
+    a directory is left from a crash.  Returns the ones removed."""
+    d = Path(state_dir or STATE_DIR)
+    out = []
+    for sub in sorted(d.iterdir()) if d.is_dir() else []:
+        state = d / f"{sub.name}.json"
+        if sub.is_dir() and not state.exists():
+            gone = remove_sock_dir(state, {"id": sub.name, "sock_dir": str(sub)})
+            if gone:
+                out.append(gone)
+    return out
+
+
+def kill_pid(pid: int, started: int | None, sig: int = signal.SIGKILL) -> bool:
+    """Kill a process (its whole group when it leads one) if it is still the
+    process recorded.  Returns True when a signal was sent."""
+    if not alive(pid, started):
+        return False
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def pids_in_netns(inodes: set[int]) -> list[int]:
+    """Processes whose network namespace is one of these (our hosts')."""
+    out = []
+    # never the root namespace (ours or init's), whatever a state file says
+    inodes = set(inodes) - {netns_inode(1), netns_inode(os.getpid())}
+    if not inodes:
+        return out
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            ino = netns_inode(int(entry))
+            if ino in inodes and int(entry) != os.getpid():
+                out.append(int(entry))
+    return out
+
+
+def kill_netns_processes(inodes: set[int]) -> int:
+    """SIGKILL everything left in these namespaces; the namespace (and the
+    veth ends inside it) goes away with its last process."""
+    n = 0
+    for _ in range(5):
+        pids = pids_in_netns(inodes)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                n += 1
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+    return n
+
+
+def read_states(state_dir: Path | None = None) -> list[tuple[Path, dict]]:
+    d = Path(state_dir or STATE_DIR)
+    out = []
+    if not d.is_dir():
+        return out
+    for p in sorted(d.glob("*.json")):
+        try:
+            out.append((p, json.loads(p.read_text())))
+        except (OSError, ValueError):
+            out.append((p, {}))
+    return out
+
+
+def owner_alive(data: dict) -> bool:
+    return bool(data.get("owner")) and alive(data["owner"], data.get("owner_start"))
+
+
+def clean_state(path: Path, data: dict) -> list[str]:
+    """Remove what one state file records: pids, processes in its host
+    namespaces, its prefixed interfaces; then the file.  Returns what it did."""
+    from topologies.network.names import PREFIX
+    from topologies.network.lab import list_links, list_netns, sh   # late: keeps this module light
+    done = []
+    for entry in data.get("pids", []):
+        if kill_pid(entry["pid"], entry.get("start")):
+            done.append(f"pid {entry['pid']} ({entry.get('what', '?')})")
+    # the hosts' namespaces by name (sym-<id>-<host>): a name pins the
+    # namespace, so it is ours for sure (a bare inode number could have been
+    # reused by another namespace since the crash)
+    net_id = data.get("id")
+    if net_id:
+        for ns in list_netns():
+            if ns.startswith(f"{PREFIX}-{net_id}-"):
+                for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except (ProcessLookupError, ValueError):
+                        pass
+                sh("ip", "netns", "del", ns, check=False)
+                done.append(f"netns {ns}")
+    prefix = data.get("prefix")
+    if prefix and len(prefix) > 3:          # never the bare project prefix
+        for link in list_links():
+            if link.startswith(prefix):
+                sh("ip", "link", "del", link, check=False)
+                done.append(link)
+    sock_dir = remove_sock_dir(path, data)
+    if sock_dir:
+        done.append(sock_dir)
+    for p in (path, path.with_suffix(".tmp")):
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
+    return done

@@ -1,0 +1,506 @@
+"""The network a run uses: Mininet hosts, switch processes (twin or BMv2),
+links with rate (and delay where the kernel allows), the control plane, and a
+teardown that leaves nothing behind.
+
+    net = TestbedNetwork(topo, jobs, target="auto", run_dir=Path(...),
+                         symphony={...}, ecn={...})
+    with net:
+        net.popen("h1", [...]); net.dump_switches(run_dir / "switches")
+
+Rates: a switch egress port drains at its link's rate inside the switch
+(bmv2: set_queue_rate in packets/s; soft: set_queue_rate_bps, the link's bit
+rate), where the program sees the queue; the switch side gets no
+tc qdisc (two queues in series would hide the congestion from the program).
+The host side of a host link is shaped with htb at the link rate: that is the
+host's NIC, not a switch port.  Delays need sch_netem; where it is missing
+the network records a warning in ``warnings`` and runs without the delay.
+
+Every pid the network starts (Mininet's node shells, switch processes, popen'd
+processes) and its hosts' network namespaces go into /run/symphony/<id>.json
+so that `make clean-net` can remove them after a crash.  The twins' control
+sockets live in /run/symphony/<id>/ (short, whatever run_dir is; recorded in
+the same file); logs stay in run_dir/logs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from topologies.switch import controlplane as cp
+from topologies.network.names import PREFIX, new_lab_id, switch_ifname
+from topologies.spec.placement import place_jobs
+from topologies.network.state import StateFile, kill_netns_processes, kill_pid, start_time
+from topologies.spec.topo import FABRIC_LINK, HOST_LINK, TopoSpec, build
+
+HOST_PREFIX_LEN = 8           # hosts live in 10.0.0.0/8 (one subnet, static ARP)
+
+
+@dataclass(frozen=True)
+class LinkInfo:
+    node1: str
+    node2: str
+    intf1: str
+    intf2: str
+    rate_mbit: float | None
+    delay_ms: float
+    cls: str = HOST_LINK        # "host" | "fabric"
+
+
+class NetworkError(RuntimeError):
+    """The network could not be built as asked (one-line message)."""
+
+
+def free_tcp_port(preferred: int) -> int:
+    """The preferred Thrift port when nothing listens there, else one the
+    kernel picks (concurrent networks each need their own)."""
+    import socket
+    for port in (preferred, 0):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise NetworkError("no free TCP port for a switch's Thrift server")
+
+
+def unused_id() -> str:
+    """A network id no live lab, network or state file uses (names are
+    removed by prefix at teardown, so two users of one id would collide)."""
+    from topologies.network.lab import list_links, list_netns
+    from topologies.network.state import STATE_DIR
+    taken = list_links() + list_netns()
+    for _ in range(100):
+        cand = new_lab_id()
+        if not any(n.startswith((f"{PREFIX}{cand}", f"{PREFIX}-{cand}-")) for n in taken) \
+                and not (STATE_DIR / f"{cand}.json").exists() and not (STATE_DIR / cand).exists():
+            return cand
+    raise NetworkError("no unused network id")
+
+
+_netem_cache: dict[str, bool] = {}
+
+
+def netem_available() -> bool:
+    """Try a netem qdisc on a scratch dummy interface (the only reliable test:
+    `modprobe -n` is absent here and the module may be built in)."""
+    if "netem" not in _netem_cache:
+        name = f"{PREFIX}{new_lab_id()}nt"
+        ok = False
+        if subprocess.run(["ip", "link", "add", name, "type", "dummy"], capture_output=True).returncode == 0:
+            try:
+                ok = subprocess.run(["tc", "qdisc", "add", "dev", name, "root", "netem", "delay", "1ms"],
+                                    capture_output=True).returncode == 0
+            finally:
+                subprocess.run(["ip", "link", "del", name], capture_output=True)
+        _netem_cache["netem"] = ok
+    return _netem_cache["netem"]
+
+
+class TestbedNetwork:
+    __test__ = False        # not a pytest test class, despite the name
+
+    def __init__(self, topo: dict | TopoSpec, jobs: list[dict] | None = None, target: str = "auto",
+                 run_dir: Path | str | None = None, symphony: dict | None = None,
+                 ecn: dict | None = None, json_path: str | None = None, thrift_base: int = 9090):
+        self.spec = topo if isinstance(topo, TopoSpec) else build(topo)
+        self.jobs_cfg = jobs or []
+        self.job_dicts = place_jobs(self.spec, self.jobs_cfg) if self.jobs_cfg else []
+        self.requested_target = target
+        self.target: str | None = None
+        self.id = unused_id()
+        self.run_dir = Path(run_dir) if run_dir else Path(f"/tmp/{PREFIX}-{self.id}")
+        self.symphony = {"threshold": 1, "k_sym": 1, "p_sym": 1.0, "enabled": True, **(symphony or {})}
+        self.ecn = {"kmin": 5, "kmax": 20, "pmax": 0.2, **(ecn or {})}
+        self.json_path = json_path
+        self.thrift_base = thrift_base
+        self.depth = self.spec.params.get("queue_depth_pkts", 64)
+        self.warnings: list[str] = []
+        self.net = None
+        self.state: StateFile | None = None
+        self.clients: dict = {}
+        self.procs: list[subprocess.Popen] = []
+        self.netns_inodes: set[int] = set()
+        self._stopped = False
+        self._old_sigterm = None
+        # known before start(): Mininet names a host end <host>-eth<port>, a
+        # switch end gets the prefixed name of topologies.network.nodes.switch_ifname
+        self.links: dict[str, LinkInfo] = {
+            link.name: LinkInfo(link.node1, link.node2, self._ifname(link.node1, link.port1),
+                                self._ifname(link.node2, link.port2), link.rate_mbit, link.delay_ms, link.cls)
+            for link in self.spec.links}
+
+    def netns_name(self, host: str) -> str:
+        """`ip netns` name of a host's namespace (`ip netns exec` works on it)."""
+        return f"{PREFIX}-{self.id}-{host}"
+
+    def _ifname(self, node: str, port: int) -> str:
+        if self.spec.is_switch(node):
+            return switch_ifname(self.id, node, port)
+        return f"{node}-eth{port}"
+
+    # --- life cycle -----------------------------------------------------------
+    def __enter__(self) -> "TestbedNetwork":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> "TestbedNetwork":
+        if os.geteuid() != 0:
+            raise NetworkError("the network needs root (Mininet, namespaces): run with sudo")
+        from topologies.switch.targets import resolve_target
+        self.target = "bridge" if self.requested_target == "bridge" else resolve_target(self.requested_target)
+        self._install_sigterm()
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _install_sigterm(self) -> None:
+        """SIGTERM becomes an exception in the main thread, so `with` (or the
+        caller's finally) tears the network down; only when nobody else has
+        claimed SIGTERM."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            def on_term(signum, frame):
+                raise SystemExit(128 + signum)
+            self._old_sigterm = signal.signal(signal.SIGTERM, on_term)
+
+    def _start(self) -> None:
+        from mininet.log import setLogLevel
+        from mininet.net import Mininet
+
+        from topologies.network.nodes import SymHost, SymLink
+        setLogLevel(os.environ.get("SYMPHONY_MININET_LOG", "error"))
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.state = StateFile(self.id, f"{PREFIX}{self.id}")
+        switch_cls = self._switch_class()
+        self.net = Mininet(topo=None, switch=switch_cls, host=SymHost, link=SymLink, controller=None,
+                           build=False, autoSetMacs=False, waitConnected=False)
+        for h in self.spec.hosts:
+            node = self.net.addHost(h.name, ip=f"{h.ip}/{HOST_PREFIX_LEN}", mac=h.mac)
+            self.state.add_pid(node.pid, f"shell {h.name}")
+            self.state.add_netns(node.pid, h.name)
+            self.netns_inodes.add(os.stat(f"/proc/{node.pid}/ns/net").st_ino)
+            # a name for Mininet's anonymous namespace: `ip netns` shows it with
+            # the project prefix, and the name pins its inode, so cleanup after
+            # a crash can never mistake another namespace for it
+            r = subprocess.run(["ip", "netns", "attach", self.netns_name(h.name), str(node.pid)],
+                               capture_output=True, text=True)
+            if r.returncode:
+                raise NetworkError(f"ip netns attach {self.netns_name(h.name)}: {r.stderr.strip()}")
+        for s in self.spec.switches:
+            node = self.net.addSwitch(s.name, **self._switch_params(s))
+            self.state.add_pid(node.pid, f"shell {s.name}")
+        for link in self.spec.links:
+            mn = self.net.addLink(link.node1, link.node2, port1=link.port1, port2=link.port2)
+            info = self.links[link.name]
+            if (mn.intf1.name, mn.intf2.name) != (info.intf1, info.intf2):
+                raise NetworkError(f"link {link.name}: Mininet named its ends {mn.intf1.name}, {mn.intf2.name}")
+        self.net.build()
+        self._configure_links()
+        for sw in self.net.switches:
+            sw.start([])
+            pid = sw.switch_pid()
+            if pid:
+                self.state.add_pid(pid, f"switch {sw.name}")
+        self._static_arp()
+        if self.target in ("soft", "bmv2"):
+            self._control_plane()
+        self._check_links()
+
+    def _switch_class(self):
+        from topologies.network import nodes
+        if self.target == "soft":
+            return nodes.SoftSwitch
+        if self.target == "bridge":
+            return nodes.BridgeSwitch
+        return nodes.bmv2_switch_class()
+
+    def _switch_params(self, s) -> dict:
+        params = {"net_id": self.id, "run_dir": str(self.run_dir), "queue_depth": self.depth}
+        if self.target == "soft":
+            params["ctl_dir"] = str(self.state.make_sock_dir())
+        if self.target == "bmv2":
+            json_path = self.json_path or str(Path(__file__).resolve().parent.parent / "build/bmv2/symphony.json")
+            if not Path(json_path).is_file():
+                raise NetworkError(f"{json_path} is missing: build it with `make p4`")
+            params.update(device_id=s.device_id, thrift_port=free_tcp_port(self.thrift_base + s.device_id),
+                          json_path=json_path)
+        return params
+
+    # --- links -------------------------------------------------------------------
+    def _configure_links(self) -> None:
+        """Offloads/IPv6 off on the switch side; htb at the link rate on the
+        host side of host links (the host's NIC); the link delay as netem on
+        both ends where sch_netem exists, else a warning."""
+        from topologies.network.nodes import tune_root_intf
+        want_delay = any(link.delay_ms for link in self.spec.links)
+        has_netem = netem_available() if want_delay else False
+        if want_delay and not has_netem:
+            self.warnings.append("link delay requested but this kernel has no sch_netem: "
+                                 "links run without the delay")
+        for name, info in self.links.items():
+            for node, intf in self._ends(name):
+                if node is None:
+                    self.warnings.extend(tune_root_intf(intf))
+                elif info.rate_mbit:
+                    self._tc(node, "qdisc", "replace", "dev", intf, "root", "handle", "1:", "htb", "default", "1")
+                    self._tc(node, "class", "replace", "dev", intf, "parent", "1:", "classid", "1:1", "htb",
+                             "rate", f"{info.rate_mbit}mbit", "ceil", f"{info.rate_mbit}mbit")
+            if info.delay_ms and has_netem:
+                self.set_link_netem(name)
+
+    def _ends(self, link: str) -> list[tuple[str | None, str]]:
+        """(host name, or None for the root namespace; interface) of both ends."""
+        info = self.links[link]
+        return [(None if self.spec.is_switch(node) else node, intf)
+                for node, intf in ((info.node1, info.intf1), (info.node2, info.intf2))]
+
+    def netem_commands(self, link: str, delay_ms: float, jitter_ms: float, loss_pct: float
+                       ) -> list[tuple[str | None, list[str]]]:
+        """tc commands that put (or, all zero, take away) a netem on both ends
+        of a link: under the htb class on a shaped host end, as the root
+        qdisc elsewhere (a delay line, not a rate limit, so it hides no
+        congestion from the switch)."""
+        info = self.links[link]
+        clear = not (delay_ms or jitter_ms or loss_pct)
+        params = ["delay", f"{delay_ms}ms"] + ([f"{jitter_ms}ms"] if jitter_ms else [])
+        params += ["loss", f"{loss_pct}%"] if loss_pct else []
+        cmds = []
+        for node, intf in self._ends(link):
+            where = (["parent", "1:1", "handle", "10:"] if node is not None and info.rate_mbit
+                     else ["root", "handle", "10:"])
+            if clear:
+                cmds.append((node, ["qdisc", "del", "dev", intf, *where]))
+            else:
+                cmds.append((node, ["qdisc", "replace", "dev", intf, *where, "netem", *params]))
+        return cmds
+
+    def set_link_netem(self, link: str, delay_ms: float | None = None, jitter_ms: float = 0.0,
+                       loss_pct: float = 0.0) -> None:
+        """Delay (plus jitter) and loss on a link, both directions; None:
+        the link's configured delay.  All zero removes the netem.  Raises
+        NetworkError where the kernel has no sch_netem."""
+        if not netem_available():
+            raise NetworkError("this kernel has no sch_netem: netem jitter cannot run here (use kind 'rate')")
+        delay = self.links[link].delay_ms if delay_ms is None else delay_ms
+        for node, args in self.netem_commands(link, delay, jitter_ms, loss_pct):
+            if args[1] == "del":
+                try:
+                    self._tc(node, *args)
+                except NetworkError:
+                    pass            # no netem there: nothing to remove
+            else:
+                self._tc(node, *args)
+
+    def _tc(self, host: str | None, *args: str) -> None:
+        cmd = ["tc", *args]
+        if host is None:
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            out, code = r.stderr, r.returncode
+        else:
+            out, err, code = self.net[host].pexec(*cmd)
+            out = err or out
+        if code:
+            raise NetworkError(f"{' '.join(cmd)} on {host or 'root'}: {out.strip()}")
+
+    def _check_links(self) -> None:
+        """Each requested link property must show in tc's output (Mininet's
+        TCLink only prints an error when a qdisc is missing)."""
+        has_netem = any(link.delay_ms for link in self.spec.links) and netem_available()
+        for name, info in self.links.items():
+            for node, intf in self._ends(name):
+                if node is not None and info.rate_mbit:
+                    out = self.net[node].pexec("tc", "class", "show", "dev", intf)[0]
+                    if "htb" not in out or "rate" not in out:
+                        raise NetworkError(f"link {name}: htb rate {info.rate_mbit} Mb/s did not take effect "
+                                           f"on {node}:{intf} ({out.strip() or 'no class'})")
+                if info.delay_ms and has_netem:
+                    cmd = ["tc", "qdisc", "show", "dev", intf]
+                    out = (self.net[node].pexec(*cmd)[0] if node is not None
+                           else subprocess.run(cmd, capture_output=True, text=True).stdout)
+                    if "netem" not in out:
+                        raise NetworkError(f"link {name}: netem delay {info.delay_ms} ms did not take effect "
+                                           f"on {node or 'root'}:{intf}")
+
+    def set_link_rate(self, link: str, rate_mbit: float) -> None:
+        """Squeeze or restore a link: the switch egress queue(s) of the link
+        drain at the new rate; the host side (its NIC) is re-shaped."""
+        if not isinstance(rate_mbit, (int, float)) or isinstance(rate_mbit, bool) or rate_mbit <= 0:
+            raise ValueError(f"set_link_rate: rate must be a positive number of Mb/s, got {rate_mbit!r}")
+        if link not in self.links:
+            raise KeyError(f"no link {link!r} (links: {', '.join(self.links)})")
+        info = self.links[link]
+        spec = self.spec.link(link)
+        for node, port in ((spec.node1, spec.port1), (spec.node2, spec.port2)):
+            if self.spec.is_switch(node):
+                client = self.clients.get(node)
+                if client is not None:
+                    cp.set_port_rate(client, port, rate_mbit, cp.rate_unit(self.target))
+            else:
+                intf = info.intf1 if node == info.node1 else info.intf2
+                if not info.rate_mbit:      # an unshaped host end gets its htb now
+                    self._tc(node, "qdisc", "replace", "dev", intf, "root", "handle", "1:", "htb", "default", "1")
+                self._tc(node, "class", "replace", "dev", intf, "parent", "1:", "classid", "1:1", "htb",
+                         "rate", f"{rate_mbit}mbit", "ceil", f"{rate_mbit}mbit")
+        self.links[link] = LinkInfo(info.node1, info.node2, info.intf1, info.intf2, rate_mbit,
+                                    info.delay_ms, info.cls)
+
+    # --- hosts -----------------------------------------------------------------------
+    def _static_arp(self) -> None:
+        for host, entries in cp.arp_entries(self.spec).items():
+            node = self.net[host]
+            for ip, mac in entries:
+                node.setARP(ip, mac)
+
+    @property
+    def job_specs(self) -> list:
+        """Ready hosts.job.JobSpec per job: placement and ring order filled in
+        (ips, hosts), with the job table's other fields (message_bytes,
+        iterations, transport, ...); the plain job-file dicts are in
+        ``job_dicts``.  Raises hosts.job.JobError when a job table lacks a
+        field the job file needs."""
+        from hosts.job import parse_job
+        return [parse_job(dict(d)) for d in self.job_dicts]
+
+    def popen(self, host: str, args: list[str], **kw) -> subprocess.Popen:
+        """A process on a Mininet host (its own session, so teardown can kill
+        its group), tracked for teardown.  stdout/stderr default to DEVNULL
+        (Mininet's default PIPE blocks a chatty process nobody reads)."""
+        kw.setdefault("stdout", subprocess.DEVNULL)
+        kw.setdefault("stderr", subprocess.DEVNULL)
+        kw.setdefault("stdin", subprocess.DEVNULL)
+        proc = self.net[host].popen(list(args), **kw)
+        self.procs.append(proc)
+        self.state.add_pid(proc.pid, f"popen {host} {os.path.basename(str(args[0]))}")
+        return proc
+
+    def cmd(self, host: str, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+        """Run a short command on a host and wait for it."""
+        proc = self.net[host].popen(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    stdin=subprocess.DEVNULL)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        return subprocess.CompletedProcess(args, proc.returncode, out.decode(errors="replace"),
+                                           err.decode(errors="replace"))
+
+    # --- switches ------------------------------------------------------------------
+    def _control_plane(self) -> None:
+        plans = cp.plan(self.spec, self.job_dicts, int(self.symphony["threshold"]),
+                        bool(self.symphony.get("enabled", True)), self.depth)
+        for sw in self.net.switches:
+            client = sw.client()
+            self.clients[sw.name] = client
+            cp.install(client, plans[sw.name], self.ecn, self.symphony, cp.rate_unit(self.target))
+
+    def dead_switches(self) -> list[tuple[str, int]]:
+        out = []
+        for sw in (self.net.switches if self.net else []):
+            rc = sw.returncode()
+            if rc is not None:
+                out.append((sw.name, rc))
+        return out
+
+    def dump_switches(self, out_dir: Path | str) -> dict[str, Path]:
+        """switches/<name>.json: every counter and register of every switch."""
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        plans = cp.plan(self.spec, self.job_dicts, int(self.symphony["threshold"]),
+                        bool(self.symphony.get("enabled", True)), self.depth)
+        written = {}
+        for name, client in self.clients.items():
+            data = cp.dump_switch(client, plans[name])
+            data.update(switch=name, target=self.target)
+            path = out_dir / f"{name}.json"
+            path.write_text(json.dumps(data, indent=1, sort_keys=True))
+            written[name] = path
+        return written
+
+    def describe(self) -> dict:
+        """What was built (for meta.json and the CLI)."""
+        return {"id": self.id, "target": self.target, "kind": self.spec.kind,
+                "links": {k: asdict(v) for k, v in self.links.items()},
+                "jobs": self.job_dicts, "warnings": list(self.warnings),
+                "params": self.spec.params}
+
+    # --- teardown ------------------------------------------------------------------
+    def stop(self) -> None:
+        """Remove everything this network made; idempotent, signals held off
+        until it is done (a second Ctrl-C must not leave half a network)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        blocked = {signal.SIGINT, signal.SIGTERM}
+        in_main = threading.current_thread() is threading.main_thread()
+        if in_main:
+            old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+        try:
+            self._teardown()
+        finally:
+            if in_main:
+                if self._old_sigterm is not None:
+                    signal.signal(signal.SIGTERM, self._old_sigterm)
+                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+    def _teardown(self) -> None:
+        errors = []
+        for proc in self.procs:
+            if proc.poll() is None:
+                kill_pid(proc.pid, None, signal.SIGTERM)
+        deadline = time.monotonic() + 1.0
+        for proc in self.procs:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                kill_pid(proc.pid, None, signal.SIGKILL)
+                proc.wait()
+        for client in self.clients.values():
+            close = getattr(client, "close", None)
+            if close:
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - teardown goes on
+                    pass
+        if self.net is not None:
+            for sw in self.net.switches:
+                try:
+                    sw.stop_process()
+                except Exception as exc:  # noqa: BLE001
+                    errors.append(f"{sw.name}: {exc}")
+        if self.state is not None:
+            # Mininet's own stop() deletes every interface through the node
+            # shells, slowly; killing everything in the hosts' namespaces makes
+            # the kernel drop those namespaces with their veth ends, and the
+            # prefixed root-namespace ends go by name below.
+            kill_netns_processes(self.netns_inodes)
+            for entry in self.state.data["pids"]:
+                kill_pid(entry["pid"], entry.get("start"))
+        if self.net is not None:
+            for node in self.net.hosts + self.net.switches:
+                try:
+                    node.terminate()        # closes the node's pty, reaps its shell
+                except Exception as exc:  # noqa: BLE001
+                    errors.append(f"{node.name}: {exc}")
+        if self.state is not None:
+            from topologies.network.lab import remove_by_prefix
+            remove_by_prefix(f"{PREFIX}-{self.id}-", f"{PREFIX}{self.id}")
+            self.state.remove()
+        if errors:
+            print("teardown: " + "; ".join(errors), file=sys.stderr)

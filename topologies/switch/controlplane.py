@@ -1,0 +1,304 @@
+"""The control plane, one module for both targets (BMv2 and the twin).
+
+The pure half computes what every switch needs from the topology, its routes
+and the jobs' placement: `forward` entries, the job flows crossing each
+switch with their n_local, the per-port queue rate and depth, the hosts'
+static ARP entries.  The I/O half (``install``, ``dump_switch``) pushes them
+through a client with SimpleSwitchThriftAPI's methods: p4-utils'
+SimpleSwitchThriftAPI for bmv2, topologies.switch.twin.client.TwinClient for soft.
+
+n_local is per switch and job: the number of the job's ring flows whose path
+crosses that switch.  The P4 program keeps `step_count` and `frontier` per
+job (not per port), so a switch compares a flow with all the job's flows it
+sees; per-port counting would need per-port frontiers the program does not
+have.
+
+Mode: a job's transport decides where its step tag is (UDP source port, 14
+bits; TCP: the DSCP, 6 bits); its flows are installed with that mode, and a
+job larger than its tag can order (p4names.max_ranks: 64 ranks over UDP, 32
+over TCP) or a threshold beyond the tag's half range is refused.
+
+Queue rate: BMv2's set_queue_rate counts packets per second, not bytes, so
+on bmv2 a link's rate becomes rate_bit_s / (8 * ASSUMED_PACKET_BYTES) with
+full-size 1500-byte frames assumed; small packets (ACKs, CNPs) then take a
+full slot each, which under-uses the link when many small packets pass (in the
+demo about half the packets through a spine port are small).  The twin drains
+at the link's bit rate instead (set_queue_rate_bps: a frame holds the port for
+its length), as a real link does; rate_unit(target) says which one a target gets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hosts.job import JobSpec
+from contract import p4names
+from topologies.spec.placement import ring_flows
+from topologies.spec.topo import HOST_LINK, TopoSpec, next_ports, route
+
+ASSUMED_PACKET_BYTES = 1500
+
+
+def rate_to_pps(rate_mbit: float | None) -> int | None:
+    """Queue drain rate for a link rate; None = unlimited."""
+    if not rate_mbit:
+        return None
+    return max(1, round(rate_mbit * 1e6 / (8 * ASSUMED_PACKET_BYTES)))
+
+
+def rate_to_bps(rate_mbit: float | None) -> int | None:
+    """A link rate in bits/s for the twin's byte-rate queues; None = unlimited."""
+    if not rate_mbit:
+        return None
+    return max(1, round(rate_mbit * 1e6))
+
+
+def rate_unit(target: str) -> str:
+    """The queue rate unit a target gets: "bps" on the twin (soft), which can
+    serialise by frame length; "pps" on bmv2, whose set_queue_rate has only that."""
+    return "bps" if target == "soft" else "pps"
+
+
+def set_port_rate(client, port: int, rate_mbit: float, unit: str = "pps") -> None:
+    """One egress port's drain rate through the client, in the target's unit."""
+    if unit == "bps":
+        client.set_queue_rate_bps(rate_to_bps(rate_mbit), port)
+    elif unit == "pps":
+        client.set_queue_rate(rate_to_pps(rate_mbit), port)
+    else:
+        raise ValueError(f"queue rate unit must be 'pps' or 'bps', got {unit!r}")
+
+
+@dataclass(frozen=True)
+class ForwardEntry:
+    prefix: str        # "10.0.0.1/32"
+    port: int
+    dst_mac: str
+
+
+@dataclass(frozen=True)
+class FlowEntry:
+    src_ip: str
+    dst_ip: str
+    dport: int
+    flow_id: int       # index into the per-flow registers of this switch
+    job_slot: int      # index of the job at this switch (step_count/frontier)
+    job: int           # job id (informational)
+    n_local: int
+    threshold: int
+    enabled: int       # 0: baseline, 1: Symphony
+    tcp: int = 0       # 1: the job runs over TCP (step tag in the DSCP), 0: UDP
+
+
+@dataclass(frozen=True)
+class PortQueue:
+    port: int
+    link: str
+    pps: int | None    # None: unlimited
+    depth: int
+    bps: int | None = None   # the same rate in bits/s (the twin's unit); None: unlimited
+
+
+@dataclass
+class SwitchPlan:
+    name: str
+    forward: list[ForwardEntry]
+    flows: list[FlowEntry]
+    queues: list[PortQueue]
+    jobs: dict[int, int]            # job id -> job slot at this switch
+
+
+# --- pure computations -----------------------------------------------------
+
+def forward_entries(topo: TopoSpec, table: dict | None = None) -> dict[str, list[ForwardEntry]]:
+    table = table if table is not None else next_ports(topo)
+    out: dict[str, list[ForwardEntry]] = {s.name: [] for s in topo.switches}
+    for (sw, dst), port in sorted(table.items()):
+        h = topo.host(dst)
+        out[sw].append(ForwardEntry(f"{h.ip}/32", port, h.mac))
+    return out
+
+
+def flows_by_switch(topo: TopoSpec, specs: list[dict], table: dict | None = None
+                    ) -> dict[str, list[tuple[int, str, str, int]]]:
+    """switch -> [(job id, src host, dst host, data port)] of the ring flows
+    whose path crosses it, in job then rank order."""
+    table = table if table is not None else next_ports(topo)
+    out: dict[str, list] = {s.name: [] for s in topo.switches}
+    for spec in specs:
+        for src, dst, dport in ring_flows(spec):
+            for hop in route(topo, src, dst, table):
+                out[hop.switch].append((spec["job"], src, dst, dport))
+    return out
+
+
+def n_local(topo: TopoSpec, specs: list[dict], table: dict | None = None) -> dict[tuple[str, int], int]:
+    """(switch, job id) -> number of the job's ring flows crossing the switch."""
+    counts: dict[tuple[str, int], int] = {}
+    for sw, flows in flows_by_switch(topo, specs, table).items():
+        for job, *_ in flows:
+            counts[(sw, job)] = counts.get((sw, job), 0) + 1
+    return counts
+
+
+def job_is_tcp(spec: dict) -> bool:
+    """The job's flows carry the step in the DSCP (TCP) rather than the UDP source port."""
+    return spec.get("transport", JobSpec.transport) == "tcp"
+
+
+def check_job(job: int, n_ranks: int, tcp: bool, threshold: int) -> None:
+    """Refuse a job the program cannot track (ValueError, one line): a ring
+    spreads up to N-1 steps, which must stay below the mode's serial half
+    range and W; the outpacing threshold must be below the half range too."""
+    mode = (f"transport tcp carries the step in a {p4names.DSCP_TAG_BITS}-bit DSCP tag" if tcp else
+            f"transport udp carries the step in a {p4names.TAG_BITS}-bit source-port tag")
+    limit = p4names.max_ranks(tcp)
+    if n_ranks > limit:
+        raise ValueError(f"job {job}: {mode} and a {p4names.W}-slot window, so a ring of at most "
+                         f"{limit} ranks, got {n_ranks}")
+    if not 0 <= threshold < p4names.tag_half(tcp):
+        raise ValueError(f"job {job}: {mode}, so symphony.threshold must be in "
+                         f"0..{p4names.tag_half(tcp) - 1}, got {threshold}")
+
+
+def check_jobs(specs: list[dict], threshold: int) -> None:
+    for spec in specs:
+        check_job(spec["job"], len(spec["ranks"]), job_is_tcp(spec), threshold)
+
+
+def flow_entries(topo: TopoSpec, specs: list[dict], threshold: int, enabled: bool,
+                 max_flows: int | None = None, max_jobs: int | None = None,
+                 table: dict | None = None) -> dict[str, tuple[list[FlowEntry], dict[int, int]]]:
+    """switch -> (flow entries, job id -> slot).  Flow ids and job slots are
+    dense per switch, in job then rank order; raises ValueError when a switch
+    would need more than the program's register sizes."""
+    check_jobs(specs, threshold)
+    counts = n_local(topo, specs, table)
+    tcp = {spec["job"]: int(job_is_tcp(spec)) for spec in specs}
+    out = {}
+    for sw, flows in flows_by_switch(topo, specs, table).items():
+        slots: dict[int, int] = {}
+        entries = []
+        for job, src, dst, dport in flows:
+            slot = slots.setdefault(job, len(slots))
+            entries.append(FlowEntry(topo.host(src).ip, topo.host(dst).ip, dport, len(entries), slot,
+                                     job, counts[(sw, job)], threshold, int(bool(enabled)), tcp[job]))
+        if max_flows is not None and len(entries) > max_flows:
+            raise ValueError(f"switch {sw}: {len(entries)} job flows exceed the program's {max_flows} flow slots")
+        if max_jobs is not None and len(slots) > max_jobs:
+            raise ValueError(f"switch {sw}: {len(slots)} jobs exceed the program's {max_jobs} job slots")
+        out[sw] = (entries, slots)
+    return out
+
+
+def port_queues(topo: TopoSpec, depth: int) -> dict[str, list[PortQueue]]:
+    """Every switch egress port drains at its link's rate (the twin and BMv2
+    queue there, where the program sees the depth)."""
+    out = {}
+    for sw in topo.switches:
+        out[sw.name] = [PortQueue(port, link.name, rate_to_pps(link.rate_mbit), depth, rate_to_bps(link.rate_mbit))
+                        for port, (_, _, link) in sorted(topo.ports(sw.name).items())]
+    return out
+
+
+def arp_entries(topo: TopoSpec) -> dict[str, list[tuple[str, str]]]:
+    """host -> [(ip, mac)] of every other host (all hosts share one subnet,
+    the switches route by IPv4 destination and rewrite the MACs)."""
+    return {h.name: [(o.ip, o.mac) for o in topo.hosts if o.name != h.name] for h in topo.hosts}
+
+
+def plan(topo: TopoSpec, specs: list[dict], threshold: int, enabled: bool,
+         depth: int, max_flows: int | None = None, max_jobs: int | None = None) -> dict[str, SwitchPlan]:
+    table = next_ports(topo)
+    fwd = forward_entries(topo, table)
+    flows = flow_entries(topo, specs, threshold, enabled, max_flows, max_jobs, table)
+    queues = port_queues(topo, depth)
+    return {s.name: SwitchPlan(s.name, fwd[s.name], flows[s.name][0], queues[s.name], flows[s.name][1])
+            for s in topo.switches}
+
+
+def host_link_ports(topo: TopoSpec) -> dict[str, list[int]]:
+    """switch -> ports facing hosts."""
+    return {s.name: [p for p, (_, _, link) in sorted(topo.ports(s.name).items()) if link.cls == HOST_LINK]
+            for s in topo.switches}
+
+
+# --- I/O: push a plan through a client, read the state back ------------------
+#
+# `client` has SimpleSwitchThriftAPI's methods (p4-utils for bmv2, TwinClient
+# for soft).  Egress ports always count from 1 here: the Thrift API takes
+# port 0 (falsy) as "all ports".
+
+def install(client, plan: SwitchPlan, ecn: dict, symphony: dict, rate_unit: str = "pps") -> None:
+    """Forwarding, job flows with their initial register state, ECN
+    parameters, queue rate and depth per egress port.  The program-specific
+    encodings (track() parameters, job start state, queue_ecn ranges,
+    sym_ecn) are topologies.switch.program's.  rate_unit: "pps" (bmv2's
+    set_queue_rate) or "bps" (the twin's set_queue_rate_bps)."""
+    if rate_unit not in ("pps", "bps"):
+        raise ValueError(f"queue rate unit must be 'pps' or 'bps', got {rate_unit!r}")
+    from contract import p4names as pn
+    from topologies.switch import program as ss
+    for e in plan.forward:
+        client.table_add(pn.FORWARD, "ipv4_forward", [e.prefix], [e.dst_mac, str(e.port)])
+    for f in plan.flows:
+        ss.add_flow(client, f.src_ip, f.dst_ip, f.dport, f.flow_id, f.job_slot, f.n_local, f.threshold, f.enabled,
+                    f.tcp)
+    for job, slot in plan.jobs.items():
+        # DESIGN.md: flows and frontier start at the step before the first
+        # (0), in the job's tag width (all its flows share the mode)
+        flows = [f for f in plan.flows if f.job == job]
+        ss.install_job(client, slot, [f.flow_id for f in flows], first_step=0, tcp=flows[0].tcp)
+    ss.install_queue_ecn(client, int(ecn["kmin"]), int(ecn["kmax"]), float(ecn["pmax"]))
+    ss.install_sym_ecn(client, int(symphony.get("k_sym", pn.K_SYM_DEFAULT)), float(symphony.get("p_sym", 1.0)))
+    verify_entries(client, plan)
+    for q in plan.queues:
+        if q.port < 1:
+            raise ValueError(f"switch {plan.name}: egress port {q.port} (0 means 'all ports' to Thrift)")
+        client.set_queue_depth(q.depth, q.port)
+        if rate_unit == "bps" and q.bps:
+            client.set_queue_rate_bps(q.bps, q.port)
+        elif rate_unit == "pps" and q.pps:
+            client.set_queue_rate(q.pps, q.port)
+
+
+def verify_entries(client, plan: SwitchPlan) -> None:
+    """p4-utils' Thrift API prints an error and carries on when an entry is
+    refused: count the entries back where the client can."""
+    from contract import p4names as pn
+    count = getattr(client, "table_num_entries", None)
+    if count is None:
+        return
+    for table, want in ((pn.FORWARD, len(plan.forward)), (pn.SYMPHONY_FLOWS, len(plan.flows))):
+        got = count(table)
+        if got != want:
+            raise RuntimeError(f"switch {plan.name}: table {table} holds {got} entries, {want} installed")
+
+
+def _cell(v) -> dict:
+    """A counter cell as {"packets", "bytes"} whatever the client returns."""
+    if hasattr(v, "packets"):
+        return {"packets": int(v.packets), "bytes": int(v.bytes)}
+    if isinstance(v, dict):
+        return {"packets": int(v.get("packets", 0)), "bytes": int(v.get("bytes", 0))}
+    if isinstance(v, (list, tuple)):
+        return {"packets": int(v[0]), "bytes": int(v[1]) if len(v) > 1 else 0}
+    return {"packets": int(v), "bytes": 0}
+
+
+def dump_switch(client, plan: SwitchPlan) -> dict:
+    """Every register (whole arrays) and every counter cell the plan uses
+    (flow counters at its flow ids, port counters at its ports; cells no
+    flow or port maps to stay zero), with the flow table for reference."""
+    from contract import p4names as pn
+    registers = {name: [int(x) for x in client.register_read(name)] for name in pn.REGISTERS}
+    flow_ids = [f.flow_id for f in plan.flows]
+    ports = [q.port for q in plan.queues]
+    counters = {}
+    for name in pn.COUNTERS:
+        idx = ports if name == pn.QUEUE_MARKS else flow_ids
+        counters[name] = {str(i): _cell(client.counter_read(name, i)) for i in idx}
+    return {"registers": registers, "counters": counters,
+            "flows": [dict(f.__dict__) for f in plan.flows],
+            "jobs": {str(job): slot for job, slot in plan.jobs.items()},
+            "queues": [dict(q.__dict__) for q in plan.queues]}

@@ -1,0 +1,302 @@
+"""The Symphony pipeline in Python: the software twin of p4/symphony.p4.
+
+Pure: no sockets, no clocks.  The same tables, registers, counters, widths and
+wrap-around as the P4 program (names from contract/p4names.py), driven by
+the control-plane calls BMv2 takes (table_add, register_read, ...).  The
+process around it (topologies/switch/twin/switch.py) adds ports and queues; the
+conformance vectors (p4/tests/) and the property tests drive it directly.
+
+Data path, as p4/include/control.p4:
+  ingress: parse -> drop malformed / non-IPv4 / TTL <= 1 -> forward (LPM) ->
+           tagged UDP or TCP? symphony_flows on (src, dst, L4 dport) ->
+           the entry's mode matches the protocol? -> pkts, flow_step,
+           step_count (new steps only), frontier -> outpacing, in serial
+           arithmetic on the mode's tag (14-bit UDP port, 6-bit DSCP)
+  egress:  ECT packets only: queue_ecn (by enq_qdepth) OR Symphony
+           (enabled, outpacing, q >= K_sym, probability P_sym) -> CE;
+           counters by cause; IPv4 checksum recomputed (as v1model's
+           update_checksum does for every valid IPv4 header).
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from collections import namedtuple
+from dataclasses import dataclass
+
+from contract import p4names as N
+from topologies.switch.twin.tables import Table, TwinError
+
+CounterValue = namedtuple("CounterValue", "packets bytes")
+
+ETH_LEN, IPV4_LEN, UDP_LEN, TCP_LEN = 14, 20, 8, 20
+QDEPTH_MAX = (1 << N.QDEPTH_BITS) - 1
+
+_HDR10 = struct.Struct("!10H")
+
+
+def after(a: int, b: int, tcp: bool | int = False) -> bool:
+    """Serial-number 'a is after b' on the mode's tag (P4's SYM_AFTER,
+    SYM_AFTER_DSCP when tcp)."""
+    d = (a - b) & N.tag_mask(tcp)
+    return d != 0 and d < N.tag_half(tcp)
+
+
+def ipv4_checksum(hdr: bytes | bytearray) -> int:
+    """Internet checksum of a 20-byte IPv4 header with its checksum field zero."""
+    words = _HDR10.unpack(bytes(hdr[:10]) + b"\0\0" + bytes(hdr[12:20]))
+    s = sum(words)
+    s = (s & 0xFFFF) + (s >> 16)
+    s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+@dataclass
+class Packet:
+    """One packet between ingress and egress: the frame and its metadata."""
+    frame: bytearray
+    in_port: int
+    egress_port: int | None = None
+    drop: str | None = None          # why ingress dropped it (None: forwarded)
+    ipv4: bool = False
+    tracked: bool = False
+    flow_id: int = 0
+    job_slot: int = 0
+    enabled: int = 0
+    tcp: int = 0                     # the flow's mode (track()'s tcp)
+    step: int = 0
+    is_new: bool = False
+    complete: bool = False
+    frontier: int = 0
+    outpacing: bool = False
+    qdepth: int = 0
+    queue_mark: bool = False
+    sym_mark: bool = False
+
+
+class Pipeline:
+    def __init__(self, seed: int = 0):
+        self.rng = random.Random(seed)
+        self.tables = {name: Table(spec) for name, spec in N.TABLES.items()}
+        self.registers = {name: [0] * r.size for name, r in N.REGISTERS.items()}
+        self.counters = {name: [[0, 0] for _ in range(c.size)] for name, c in N.COUNTERS.items()}
+        self.drops: dict[str, int] = {}
+        self._forward = self.tables[N.FORWARD]
+        self._flows = self.tables[N.SYMPHONY_FLOWS]
+        self._queue_ecn = self.tables[N.QUEUE_ECN]
+        self._sym_ecn = self.tables[N.SYM_ECN]
+        self._flow_step = self.registers[N.FLOW_STEP]
+        self._step_count = self.registers[N.STEP_COUNT]
+        self._frontier = self.registers[N.FRONTIER]
+
+    # --- control plane (SimpleSwitchThriftAPI's names and argument order) ---
+    def _table(self, name: str) -> Table:
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise TwinError(f"unknown table {name!r} (has {', '.join(self.tables)})") from None
+
+    def table_add(self, table: str, action: str, match_keys: list, action_params: list, prio=None) -> int:
+        return self._table(table).add(action, list(match_keys), list(action_params), prio)
+
+    def table_set_default(self, table: str, action: str, action_params: list | None = None) -> None:
+        self._table(table).set_default(action, list(action_params or []))
+
+    def table_clear(self, table: str) -> None:
+        self._table(table).clear()
+
+    def table_reset_default(self, table: str) -> None:
+        self._table(table).reset_default()
+
+    def _register(self, name: str) -> list[int]:
+        try:
+            return self.registers[name]
+        except KeyError:
+            raise TwinError(f"unknown register {name!r} (has {', '.join(self.registers)})") from None
+
+    def _index(self, name: str, size: int, index) -> int:
+        try:
+            index = int(index)
+        except (TypeError, ValueError):
+            raise TwinError(f"{name}: index {index!r} is not an integer") from None
+        if not 0 <= index < size:
+            raise TwinError(f"{name}: index {index} out of range 0..{size - 1}")
+        return index
+
+    def register_read(self, name: str, index=None):
+        reg = self._register(name)
+        if index is None:
+            return list(reg)
+        return reg[self._index(name, len(reg), index)]
+
+    def register_write(self, name: str, index, value) -> None:
+        reg = self._register(name)
+        width = N.REGISTERS[name].width
+        try:
+            value = int(value)
+        except (TypeError, ValueError):
+            raise TwinError(f"{name}: value {value!r} is not an integer") from None
+        if not 0 <= value < (1 << width):
+            raise TwinError(f"{name}: value {value} does not fit in {width} bits")
+        reg[self._index(name, len(reg), index)] = value
+
+    def register_reset(self, name: str) -> None:
+        reg = self._register(name)
+        reg[:] = [0] * len(reg)
+
+    def _counter(self, name: str) -> list:
+        try:
+            return self.counters[name]
+        except KeyError:
+            raise TwinError(f"unknown counter {name!r} (has {', '.join(self.counters)})") from None
+
+    def counter_read(self, name: str, index) -> CounterValue:
+        c = self._counter(name)
+        return CounterValue(*c[self._index(name, len(c), index)])
+
+    def counter_reset(self, name: str) -> None:
+        for cell in self._counter(name):
+            cell[0] = cell[1] = 0
+
+    def dump(self) -> dict:
+        """Every register and every non-zero counter cell (switches/<name>.json)."""
+        return {
+            "registers": {n: list(v) for n, v in self.registers.items()},
+            "counters": {n: {str(i): {"packets": p, "bytes": b} for i, (p, b) in enumerate(v) if p or b}
+                         for n, v in self.counters.items()},
+            "drops": dict(self.drops),
+            "tables": {n: t.entries() for n, t in self.tables.items()},
+        }
+
+    # --- data path ----------------------------------------------------------
+    def _drop(self, pkt: Packet, reason: str) -> Packet:
+        pkt.drop = reason
+        self.drops[reason] = self.drops.get(reason, 0) + 1
+        return pkt
+
+    def ingress(self, in_port: int, frame: bytes) -> Packet:
+        """Parser + ingress.  Never raises on packet bytes: anything the P4
+        parser would reject (a truncated header) is dropped and counted."""
+        n = len(frame)
+        pkt = Packet(bytearray(frame), in_port)
+        if n < ETH_LEN:
+            return self._drop(pkt, "parser_error")
+        if frame[12] != 0x08 or frame[13] != 0x00:
+            return self._drop(pkt, "not_ipv4")
+        if n < ETH_LEN + IPV4_LEN:
+            return self._drop(pkt, "parser_error")
+        vihl = frame[14]
+        version, ihl = vihl >> 4, vihl & 0xF
+        frag = ((frame[20] & 0x1F) << 8) | frame[21]
+        proto = frame[23]
+        udp = tcp = False
+        if version == 4 and ihl == 5 and frag == 0:
+            if proto == 17:
+                if n < ETH_LEN + IPV4_LEN + UDP_LEN:
+                    return self._drop(pkt, "parser_error")
+                udp = True
+            elif proto == 6:
+                if n < ETH_LEN + IPV4_LEN + TCP_LEN:
+                    return self._drop(pkt, "parser_error")
+                tcp = True
+        pkt.ipv4 = True
+        ttl = frame[22]
+        if version != 4 or ihl != 5 or ttl <= 1:
+            return self._drop(pkt, "bad_ipv4" if ttl > 1 else "ttl")
+        dst = int.from_bytes(frame[30:34], "big")
+        entry = self._forward.lookup_lpm(dst)
+        if entry is None or entry.action != "ipv4_forward":
+            return self._drop(pkt, "no_route")
+        dst_mac, port = entry.params
+        buf = pkt.frame
+        buf[6:12] = buf[0:6]
+        buf[0:6] = dst_mac.to_bytes(6, "big")
+        buf[22] = ttl - 1
+        pkt.egress_port = port
+        # candidates: tagged UDP (top two bits of the source port) or TCP
+        # (tag in the DSCP); both have the destination port at bytes 36-37
+        if (udp and frame[34] >= 0xC0) or tcp:
+            src = int.from_bytes(frame[26:30], "big")
+            dport = (frame[36] << 8) | frame[37]             # meta.l4_dport
+            flow = self._flows.exact.get((src, dst, dport))
+            if flow is not None and flow.action == "track" and flow.params[5] == int(tcp):
+                step = frame[15] >> 2 if tcp else ((frame[34] << 8) | frame[35]) & N.TAG_MASK
+                self._track(pkt, flow.params, step, n)
+        return pkt
+
+    def _track(self, pkt: Packet, params: tuple, step: int, length: int) -> None:
+        flow_id, job_slot, n_local, threshold, enabled, tcp = params
+        pkt.tracked, pkt.flow_id, pkt.job_slot, pkt.enabled, pkt.step = True, flow_id, job_slot, enabled, step
+        pkt.tcp = tcp
+        n_local_m1 = (n_local - 1) & 0xFF                       # bit<8> arithmetic, as in track()
+        if flow_id >= N.MAX_FLOWS or job_slot >= N.MAX_JOBS:
+            # BMv2 ignores out-of-range register accesses; the control plane
+            # never installs such ids (symphony_state checks them)
+            pkt.tracked = False
+            return
+        cell = self.counters[N.PKTS][flow_id]
+        cell[0] += 1
+        cell[1] += length
+        old = self._flow_step[flow_id]
+        if after(step, old, tcp):                                # FlowStepUpdate
+            self._flow_step[flow_id] = step
+            pkt.is_new = True
+            slot = N.step_slot(job_slot, step)                   # StepCountUpdate
+            count = self._step_count[slot]
+            if count >= n_local_m1:
+                self._step_count[slot] = 0
+                pkt.complete = True
+            else:
+                self._step_count[slot] = (count + 1) & 0xFFFF
+        current = self._frontier[job_slot]                       # FrontierUpdate
+        if pkt.complete and after(step, current, tcp):
+            current = self._frontier[job_slot] = step
+        pkt.frontier = current
+        ahead = (step - current) & N.tag_mask(tcp)
+        pkt.outpacing = ahead < N.tag_half(tcp) and ahead > threshold
+
+    def egress(self, pkt: Packet, qdepth: int) -> bytes:
+        """Egress with the queue depth the packet saw at enqueue (packets),
+        then the deparser's checksum.  Returns the frame to send."""
+        qdepth = min(max(int(qdepth), 0), QDEPTH_MAX)
+        pkt.qdepth = qdepth
+        buf = pkt.frame
+        ecn = buf[15] & 3
+        if ecn == 1 or ecn == 2:
+            r_queue = self.rng.getrandbits(16)
+            r_sym = self.rng.getrandbits(16)
+            entry = self._queue_ecn.lookup_range(qdepth)
+            q_prob = entry.params[0] if entry is not None and entry.action == "queue_mark_prob" else 0
+            k_sym, p_sym = self._sym_ecn.default.params
+            pkt.queue_mark = r_queue < q_prob
+            pkt.sym_mark = (pkt.tracked and pkt.enabled == 1 and pkt.outpacing
+                            and qdepth >= k_sym and r_sym < p_sym)
+            n = len(buf)
+            if pkt.queue_mark or pkt.sym_mark:
+                buf[15] |= 3
+            if pkt.queue_mark:
+                self._count(N.QUEUE_MARKS, pkt.egress_port, n)
+                if pkt.tracked:
+                    self._count(N.FLOW_QUEUE_MARKS, pkt.flow_id, n)
+            if pkt.sym_mark:
+                self._count(N.SYM_MARKS, pkt.flow_id, n)
+        buf[24:26] = ipv4_checksum(buf[14:34]).to_bytes(2, "big")
+        return bytes(buf)
+
+    def _count(self, name: str, index: int, length: int) -> None:
+        cells = self.counters[name]
+        if 0 <= index < len(cells):
+            cells[index][0] += 1
+            cells[index][1] += length
+
+    def process(self, in_port: int, frame: bytes, qdepth: int = 0) -> tuple[int | None, bytes | None, Packet]:
+        """Ingress then egress with a given enq_qdepth: (port, frame, metadata);
+        port and frame None when dropped."""
+        pkt = self.ingress(in_port, frame)
+        if pkt.drop is not None:
+            return None, None, pkt
+        return pkt.egress_port, self.egress(pkt, qdepth), pkt
+
+
+__all__ = ["Pipeline", "Packet", "CounterValue", "TwinError", "after", "ipv4_checksum"]
