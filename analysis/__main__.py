@@ -12,7 +12,7 @@ from analysis.records import RecordWarning
 
 
 def _one_line_warnings() -> None:
-    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ARG001
+    def show(message, category, filename, lineno, file=None, line=None):
         print(f"warning: {message}", file=sys.stderr)
 
     warnings.showwarning = show

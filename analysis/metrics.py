@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 Event = dict[str, Any]
 Curve = list[tuple[int, int]]  # (t_ns, value from t on)

@@ -8,15 +8,16 @@ run's start (its first agent event), so runs line up.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import Patch, Rectangle  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
 
 PHASE_COLOURS = {"rs": ("#1f77b4", "#6baed6"), "ag": ("#e6550d", "#fdae6b")}  # (even k, odd k)
 JITTER_COLOUR = "#d62728"

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from statistics import mean, stdev
-from typing import Any, Iterable
+from typing import Any
 
 from analysis import metrics as m
 from analysis import plots

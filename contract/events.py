@@ -85,7 +85,7 @@ class EventLog:
         if not self._file.closed:
             self._file.close()
 
-    def __enter__(self) -> "EventLog":
+    def __enter__(self) -> EventLog:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -169,7 +169,7 @@ def _finish_point(runner: RN.Runner, exp_dir: Path, stamp: str, args, signals: R
     else:
         try:
             analysed = RN.analyse(results)
-        except Exception as exc:  # noqa: BLE001 - the summary must still be written
+        except Exception as exc:
             say(f"analysis of the runs failed: {type(exc).__name__}: {exc}")
             analysed = [None] * len(results)
     if analysed and all(a is not None for a in analysed):
@@ -204,13 +204,14 @@ def _finish_point(runner: RN.Runner, exp_dir: Path, stamp: str, args, signals: R
               + " ".join(str(d) for d in ok_dirs[:4]) + (" ..." if len(ok_dirs) > 4 else ""))
     elif not args.no_report and ok_dirs:
         try:
-            from analysis.report import write_report  # noqa: PLC0415
             import warnings  # noqa: PLC0415
+
+            from analysis.report import write_report  # noqa: PLC0415
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 report = write_report(ok_dirs, exp_dir / f"{stamp}-report")
             print(f"report:  {report}")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             say(f"report failed: {type(exc).__name__}: {exc}")
     return summ, report
 

@@ -47,7 +47,7 @@ def known_dcqcn_presets() -> tuple[str, ...]:
     try:
         from hosts.dcqcn import PRESETS  # noqa: PLC0415
         return tuple(PRESETS)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return DCQCN_PRESETS_FALLBACK
 
 

@@ -29,7 +29,7 @@ STATUSES = ("running", "ok", "failed", "interrupted")
 
 
 def stamp(now: dt.datetime | None = None) -> str:
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     return now.strftime("%Y%m%dT%H%M%SZ")
 
 

@@ -24,15 +24,16 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean, stdev
-from typing import Any, Callable
+from typing import Any
 
-from experiments.jitter import schedule as J
-from experiments import rundir as R
-from experiments.jitter.injector import Injector, InjectorError, netem_support, write_schedule
 from contract.events import now_ns
+from experiments import rundir as R
+from experiments.jitter import schedule as J
+from experiments.jitter.injector import Injector, InjectorError, netem_support, write_schedule
 from topologies.spec.placement import place_jobs
 from topologies.spec.topo import build
 
@@ -129,7 +130,7 @@ class Signals:
         for sig, handler in self.old.items():
             signal.signal(sig, handler)
 
-    def _handle(self, signum, frame) -> None:  # noqa: ARG002
+    def _handle(self, signum, frame) -> None:
         self.count += 1
         if self.count == 1:
             raise KeyboardInterrupt
@@ -299,7 +300,7 @@ class Runner:
             res.status, res.reason = "interrupted", "interrupted by the user (SIGINT/SIGTERM)"
         except RunFailed as exc:
             res.status, res.reason = "failed", str(exc)
-        except Exception as exc:  # noqa: BLE001 - one broken run must not end the sweep
+        except Exception as exc:
             res.status, res.reason = "failed", f"{type(exc).__name__}: {exc}"
         finally:
             if self.signals.interrupted and res.status != "interrupted":
@@ -356,7 +357,7 @@ class Runner:
     def _dump_switches(self, net, run_dir: Path, meta: dict) -> None:
         try:
             net.dump_switches(run_dir / "switches")
-        except Exception as exc:  # noqa: BLE001 - a dead switch cannot be read; the run says so
+        except Exception as exc:
             meta.setdefault("problems", []).append(f"switch dump: {type(exc).__name__}: {exc}")
         # the twins' port counters (rx, tx, queue drops, send errors): where
         # packets were lost, which the P4 counters cannot say
@@ -366,7 +367,7 @@ class Runner:
             if callable(stats):
                 try:
                     ports[name] = stats()
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     ports[name] = {"error": f"{type(exc).__name__}: {exc}"}
         if ports:
             meta["switch_ports"] = ports
@@ -456,9 +457,10 @@ class Runner:
 
 def analyse(results: list[RunResult]) -> list[dict]:
     """analysis' per-run metrics (its definitions of CCT and misalignment)."""
+    import warnings  # noqa: PLC0415
+
     from analysis.records import load_run  # noqa: PLC0415
     from analysis.report import analyse_run  # noqa: PLC0415
-    import warnings  # noqa: PLC0415
     out = []
     for r in results:
         with warnings.catch_warnings():

@@ -18,16 +18,15 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 
-from hosts import dcqcn, ring
 from contract.events import EventLog
+from contract.tags import ring_step
+from hosts import dcqcn, ring
 from hosts.job import JobError, JobSpec, derived_deadlines, first_step_slack, load_job
 from hosts.tcp_transport import TcpTransport
 from hosts.transport import TRANSPORTS, CnpLimiter, FixedRate, TransportTimeout
-from contract.tags import ring_step
 
 EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_DEADLINE = 0, 1, 2, 3
 
@@ -83,7 +82,7 @@ class Agent:
                       params=spec.udp, recv_len=self.recv_len, log=self.emit, rp=rp, np_=np_,
                       faults=spec.faults)
 
-    def recv_len(self, step: int) -> Optional[int]:
+    def recv_len(self, step: int) -> int | None:
         if not 0 <= step < self.total_steps:
             return None
         return ring.recv_bytes(self.rank, self.n, self.spec.n_elems, step % self.spi)

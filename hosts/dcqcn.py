@@ -40,8 +40,9 @@ data packet carries CE and no CNP went to that flow in the last
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, fields, replace
-from typing import Any, Callable, Hashable, Iterable
+from typing import Any
 
 INF = math.inf
 
@@ -248,7 +249,7 @@ def make_params(preset: str, line_rate_bps: float, **overrides: Any) -> DcqcnPar
 
 
 def controllers(preset: str, line_rate_bps: float | None, now: float, **overrides: Any
-                ) -> tuple["ReactionPoint", "NotificationPoint"] | None:
+                ) -> tuple[ReactionPoint, NotificationPoint] | None:
     """The (reaction point, notification point) pair of one rank, or None when
     there is no rate control: preset "off", or no line rate to start from."""
     if preset == PRESET_OFF or line_rate_bps is None:

@@ -16,7 +16,7 @@ import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from hosts import ring
 from hosts.transport import FaultParams, UdpParams
@@ -39,7 +39,7 @@ class JobError(ValueError):
 class RankSpec:
     rank: int
     ip: str
-    host: Optional[str] = None
+    host: str | None = None
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,8 @@ class Straggle:
 
 @dataclass(frozen=True)
 class Deadlines:
-    step_s: Optional[float] = None
-    run_s: Optional[float] = None
+    step_s: float | None = None
+    run_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class JobSpec:
         return self.message_bytes // ring.ITEM
 
     @property
-    def line_rate_bps(self) -> Optional[float]:
+    def line_rate_bps(self) -> float | None:
         mbit = self.dcqcn.get("line_rate_mbit")
         return None if mbit is None else float(mbit) * 1e6
 
@@ -131,7 +131,7 @@ def _int(table: dict, key: str, where: str, lo: int, hi: int, default=None) -> i
     return v
 
 
-def _num(table: dict, key: str, where: str, lo: float, hi: float, default=None) -> Optional[float]:
+def _num(table: dict, key: str, where: str, lo: float, hi: float, default=None) -> float | None:
     name = f"{where}{key}"
     if key not in table:
         return default

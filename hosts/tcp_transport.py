@@ -35,11 +35,11 @@ import struct
 import termios
 import time
 from collections import defaultdict
-from typing import Callable, Optional
+from collections.abc import Callable
 
+from contract.tags import tag_dscp
 from hosts.transport import TransportTimeout
 from hosts.wire import COMMON, MAGIC, T_DATA, VERSION
-from contract.tags import tag_dscp
 
 # magic ver type job rank step | payload length
 MSG = struct.Struct("!HBBHHII")
@@ -70,13 +70,13 @@ class FrameReader:
     Steps must come in order, one after another, each with the length the
     ring expects for it (``recv_len``)."""
 
-    def __init__(self, job: int, pred_rank: int, recv_len: Callable[[int], Optional[int]]):
+    def __init__(self, job: int, pred_rank: int, recv_len: Callable[[int], int | None]):
         self.job, self.pred_rank, self.recv_len = job, pred_rank, recv_len
         self._head = bytearray()
-        self._step: Optional[int] = None
-        self._payload: Optional[bytearray] = None
+        self._step: int | None = None
+        self._payload: bytearray | None = None
         self._got = 0
-        self.last_step: Optional[int] = None
+        self.last_step: int | None = None
 
     def feed(self, data) -> list[tuple[int, bytearray]]:
         out = []
@@ -132,7 +132,7 @@ def tcp_info(s: socket.socket) -> dict[str, int]:
             "snd_cwnd": struct.unpack_from("I", raw, TCP_INFO_SND_CWND)[0]}
 
 
-def read_ecn_sysctl() -> Optional[int]:
+def read_ecn_sysctl() -> int | None:
     try:
         with open(ECN_SYSCTL) as f:
             return int(f.read().strip())
@@ -144,7 +144,7 @@ class TcpTransport:
     name = "tcp"
 
     def __init__(self, *, job: int, rank: int, ips: list[str], data_port: int, params,
-                 recv_len: Callable[[int], Optional[int]], log: Callable[..., None],
+                 recv_len: Callable[[int], int | None], log: Callable[..., None],
                  rp=None, np_=None, faults=None):
         n = len(ips)
         self.job, self.rank = job, rank
@@ -155,17 +155,17 @@ class TcpTransport:
         self.log = log
         self.reader = FrameReader(job, self.pred_rank, recv_len)
         self._counters: dict[str, int] = defaultdict(int)
-        self.listener: Optional[socket.socket] = None
-        self.inc: Optional[socket.socket] = None        # from the predecessor
-        self.out: Optional[socket.socket] = None        # to the successor
+        self.listener: socket.socket | None = None
+        self.inc: socket.socket | None = None        # from the predecessor
+        self.out: socket.socket | None = None        # to the successor
         self._connecting = False
         self._next_connect = 0.0
-        self._out_broken: Optional[str] = None
+        self._out_broken: str | None = None
         self._in_eof = False
         self._received: dict[int, bytearray] = {}
         self._queue: list[list] = []       # [step, memoryview of header+payload, written]
         self._written: set[int] = set()    # steps fully handed to the kernel
-        self._tos_step: Optional[int] = None
+        self._tos_step: int | None = None
         self._ecn_cc = False
 
     # ---- the interface the agent uses ---------------------------------------

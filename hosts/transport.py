@@ -31,13 +31,14 @@ import select
 import socket
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional, Protocol
+from typing import Protocol
 
 from contract import tags
-from hosts import wire
 from contract.tags import TAG_MASK, control_port, port_tag, tag_port
-from hosts.wire import ACK_COMPLETE, ACK_ECHO, DATA, MAGIC, T_ACK, T_CNP, T_DATA, VERSION, WireError
+from hosts import wire
+from hosts.wire import ACK_COMPLETE, ACK_ECHO, DATA, MAGIC, T_DATA, VERSION, WireError
 
 # Bytes a data packet adds on an Ethernet link besides its payload (Ethernet,
 # IPv4, UDP and our header): pacing counts what the link (and tc htb) counts.
@@ -108,7 +109,7 @@ class FixedRate:
     the window alone limits the sender) and ignores CNPs.  Same interface as
     hosts.dcqcn.ReactionPoint."""
 
-    def __init__(self, rate_bps: Optional[float]):
+    def __init__(self, rate_bps: float | None):
         self.rate_bps = rate_bps
         self.target_bps = rate_bps
         self.alpha = 0.0
@@ -131,7 +132,7 @@ class CnpLimiter:
     once per interval per flow; with interval None it never asks.  Same
     interface as hosts.dcqcn.NotificationPoint."""
 
-    def __init__(self, cnp_interval_s: Optional[float] = None):
+    def __init__(self, cnp_interval_s: float | None = None):
         self.interval = cnp_interval_s
         self._last: dict = {}
 
@@ -213,7 +214,7 @@ class Endpoint:
     for a step that is not part of the run."""
 
     def __init__(self, *, job: int, rank: int, pred: tuple[int, str], succ: tuple[int, str],
-                 data_port: int, params: UdpParams, recv_len: Callable[[int], Optional[int]],
+                 data_port: int, params: UdpParams, recv_len: Callable[[int], int | None],
                  out, log: Callable[..., None], rp=None, np_=None, max_ahead: int = 64):
         self.job, self.rank = job, rank
         self.pred_rank, self.pred_ip = pred
@@ -237,11 +238,11 @@ class Endpoint:
         self._timers: list = []      # (deadline, txseq, step, index)
         self._seq = 0
         self._next_tx = -math.inf
-        self._srtt: Optional[float] = None
+        self._srtt: float | None = None
         self._rttvar = 0.0
         self._rto = params.rto_ms / 1000.0   # from the RTT estimator, before back-off
         self._backoff = 0             # timeouts since the last ACK of new data
-        self._last_rtt: Optional[float] = None
+        self._last_rtt: float | None = None
         self._rto_hold = -math.inf    # no timeout retransmission before this time
         self._ack_delay = params.ack_delay_ms / 1000.0
 
@@ -305,7 +306,7 @@ class Endpoint:
                 return True
         return False
 
-    def _transmit(self, flow: SendFlow, idx: int, why: Optional[str], now: float) -> int:
+    def _transmit(self, flow: SendFlow, idx: int, why: str | None, now: float) -> int:
         off = idx * self.psize
         length = min(self.psize, flow.total - off)
         self._seq += 1
@@ -715,7 +716,7 @@ class _Out:
     the successor's data port, ACKs/CNPs from the data socket to the
     predecessor's control port.  A send that fails is a lost packet."""
 
-    def __init__(self, tr: "UdpTransport"):
+    def __init__(self, tr: UdpTransport):
         self.tr = tr
 
     def data(self, step: int, hdr: bytes, payload) -> None:
@@ -737,8 +738,8 @@ class UdpTransport:
     name = "udp"
 
     def __init__(self, *, job: int, rank: int, ips: list[str], data_port: int, params: UdpParams,
-                 recv_len: Callable[[int], Optional[int]], log: Callable[..., None],
-                 rp=None, np_=None, faults: Optional[FaultParams] = None):
+                 recv_len: Callable[[int], int | None], log: Callable[..., None],
+                 rp=None, np_=None, faults: FaultParams | None = None):
         n = len(ips)
         self.ip = ips[rank]
         self.data_port = data_port
@@ -751,8 +752,8 @@ class UdpTransport:
         self.faults = faults if faults is not None and faults.active else None
         self._inj: dict = {}
         self._tag_socks: dict[int, socket.socket] = {}
-        self.dsock: Optional[socket.socket] = None
-        self.csock: Optional[socket.socket] = None
+        self.dsock: socket.socket | None = None
+        self.csock: socket.socket | None = None
         self._rx = bytearray(65536)
         self._rxmv = memoryview(self._rx)
         self._anc = socket.CMSG_SPACE(4)

@@ -1,6 +1,5 @@
 """The job file shown in docs/hosts.md is one the agent accepts."""
 import re
-from pathlib import Path
 
 from hosts.job import load_job
 from tests.harness import REPO

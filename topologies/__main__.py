@@ -14,7 +14,6 @@ import os
 import signal
 import sys
 import tomllib
-from pathlib import Path
 
 
 class ConfigFileError(ValueError):
@@ -51,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("SYMPHONY_MININET_LOG", "output")   # pingall etc. print at this level
 
     from topologies.network.testbed import NetworkError, TestbedNetwork
-    from topologies.switch.targets import TargetError
     from topologies.spec.topo import TopoError
+    from topologies.switch.targets import TargetError
     jobs = [{k: v for k, v in j.items() if k in ("ranks", "hosts", "placement", "job", "data_port")}
             for j in cfg.get("jobs", [])]
     symphony = {k: v for k, v in cfg.get("symphony", {}).items() if k in ("threshold", "k_sym", "p_sym")}

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def run_once(rate_mbit: float, n: int, message_bytes: int, iterations: int, pacing: bool,
              work: Path) -> dict:
-    from topologies.network.lab import Lab      # here: it needs root to be useful
+    from topologies.network.lab import Lab  # here: it needs root to be useful
 
     work.mkdir(parents=True, exist_ok=True)
     with Lab(n, rate_mbit=rate_mbit) as lab:

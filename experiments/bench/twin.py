@@ -57,8 +57,8 @@ def cpu_seconds(pid: int) -> float:
 
 def run(duration: float, size: int) -> dict:
     from contract.tags import tag_port
-    from topologies.switch import program as S
     from topologies.network.lab import Lab
+    from topologies.switch import program as S
     from topologies.switch.twin.client import TwinClient
 
     lab = Lab(2, bridge=False)

@@ -21,12 +21,13 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from contract.events import now_ns
 from experiments.jitter.schedule import actions as plan_actions
 from experiments.jitter.schedule import to_jsonl
-from contract.events import now_ns
 from topologies.network.names import PREFIX, new_lab_id
 
 
@@ -125,7 +126,7 @@ class Injector:
                 raise InjectorError(f"unknown jitter action {op!r}")
         except InjectorError:
             raise
-        except Exception as exc:  # noqa: BLE001 - any network failure fails the run, with what was tried
+        except Exception as exc:
             self._record(act, error=str(exc))
             raise InjectorError(f"jitter: {op} at t={act['t']:g}s failed: {exc}") from exc
         self._record(act)
@@ -182,7 +183,7 @@ class Injector:
         for ev_id in list(self.blasters):
             try:
                 self._cross_stop(ev_id)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 problems.append(f"cross {ev_id}: {exc}")
         if restore:
             for link, base in list(self.squeezed.items()):
@@ -190,13 +191,13 @@ class Injector:
                     self.net.set_link_rate(link, base)
                     self._record({"t": None, "op": "restore_rate", "link": link, "rate_mbit": base})
                     del self.squeezed[link]
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     problems.append(f"restore {link}: {exc}")
             for ev_id in list(self.netem_on):
                 try:
                     self.net.set_link_netem(self.events[ev_id]["link"], None, 0.0, 0.0)
                     self.netem_on.discard(ev_id)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     problems.append(f"netem {ev_id}: {exc}")
         if self._log is not None and not self._log.closed:
             self._log.close()

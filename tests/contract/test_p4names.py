@@ -4,12 +4,10 @@ constants are read from the P4 declarations themselves, for both targets."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from contract import tags
-from contract import p4names
+from contract import p4names, tags
 from tests.harness import REPO
 
 P4 = REPO / "p4"

@@ -1,6 +1,5 @@
 import copy
 import tomllib
-from pathlib import Path
 
 import pytest
 

@@ -6,14 +6,12 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from topologies.network.names import PREFIX
-from topologies.network.lab import list_links
 from tests.harness import REPO
-
+from topologies.network.lab import list_links
+from topologies.network.names import PREFIX
 
 
 def run(*args, **kw):

@@ -14,9 +14,9 @@ import tomllib
 
 import pytest
 
+from contract.events import validate
 from experiments import config as C
 from experiments import runner as RN
-from contract.events import validate
 
 # A stand-in for hosts.agent: reads the job file, writes schema-valid events,
 # behaves as FAKE_MODE says: ok | wrong | hang | fail3.

@@ -44,11 +44,11 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from contract.tags import ECN_CE  # noqa: E402
-from topologies.switch.twin.switch import ETH_P_ALL, PACKET_OUTGOING  # noqa: E402
 from topologies.network.intf import host_sysctls, ipv6_off, offloads_off  # noqa: E402
-from topologies.network.names import PREFIX, check_ifname, new_lab_id  # noqa: E402
 from topologies.network.lab import remove_by_prefix  # noqa: E402
 from topologies.network.lab import sh as _sh  # noqa: E402
+from topologies.network.names import PREFIX, check_ifname, new_lab_id  # noqa: E402
+from topologies.switch.twin.switch import ETH_P_ALL, PACKET_OUTGOING  # noqa: E402
 
 
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -419,7 +419,7 @@ class MarkerLab:
         except OSError:
             pass
 
-    def __enter__(self) -> "MarkerLab":
+    def __enter__(self) -> MarkerLab:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -7,15 +7,12 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from contract import tags
-from hosts import wire
-from contract import events
+from contract import events, tags
 from hosts.job import Deadlines, JobSpec, RankSpec, dump_job
-from hosts.transport import FaultParams, UdpParams
+from hosts.transport import FaultParams
 from tests.harness import REPO
 
 pytestmark = [pytest.mark.root]

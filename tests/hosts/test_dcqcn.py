@@ -5,8 +5,20 @@ from dataclasses import replace
 
 import pytest
 
-from hosts.dcqcn import (ALPHA_REPORT_STEP, INF, DcqcnParams, NotificationPoint, ReactionPoint,
-                         closed_loop, controllers, emulation_params, first_time, make_params, paper_params, trajectory)
+from hosts.dcqcn import (
+    ALPHA_REPORT_STEP,
+    INF,
+    DcqcnParams,
+    NotificationPoint,
+    ReactionPoint,
+    closed_loop,
+    controllers,
+    emulation_params,
+    first_time,
+    make_params,
+    paper_params,
+    trajectory,
+)
 
 LINE = 20e6
 EPS = 1e-9   # timers accumulate float periods: look just after a boundary

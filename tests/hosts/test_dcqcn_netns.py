@@ -10,13 +10,12 @@ predicted times to halve and to recover (pytest -s, or the `-rP` summary).
 import json
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.harness.cemarker import MarkerLab
 from hosts.dcqcn import closed_loop, emulation_params, first_time, trajectory
 from tests.harness import REPO
+from tests.harness.cemarker import MarkerLab
 
 LINE_MBIT = 20
 LINE = LINE_MBIT * 1e6

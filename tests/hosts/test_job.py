@@ -2,12 +2,10 @@
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from hosts.job import (Deadlines, JobError, JobSpec, RankSpec, Straggle, derived_deadlines,
-                       dump_job, load_job, parse_job)
+from hosts.job import Deadlines, JobError, JobSpec, RankSpec, Straggle, derived_deadlines, dump_job, load_job, parse_job
 from hosts.transport import FaultParams, UdpParams
 from tests.harness import REPO
 

@@ -4,17 +4,16 @@ namespaces with the step tag read off the wire by the cemarker harness."""
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.harness.cemarker import MarkerLab
+from contract.tags import tag_dscp
 from hosts.tcp_transport import MSG, FrameReader, FramingError, tos_for_step
 from hosts.wire import MAGIC, T_DATA, VERSION
-from contract.tags import tag_dscp
 from tests.harness import REPO
+from tests.harness.cemarker import MarkerLab
 
 JOB, PRED = 3, 4
 

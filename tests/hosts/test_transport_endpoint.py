@@ -9,8 +9,7 @@ import pytest
 
 from contract import tags
 from hosts import wire
-from hosts.transport import (DATA, WIRE_OVERHEAD, CnpLimiter, Endpoint, FaultInjector,
-                             FaultParams, FixedRate, UdpParams)
+from hosts.transport import DATA, WIRE_OVERHEAD, CnpLimiter, Endpoint, FaultInjector, FaultParams, FixedRate, UdpParams
 
 PORT = 5000
 

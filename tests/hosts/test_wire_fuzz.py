@@ -3,7 +3,8 @@ ports: parse, check, count, drop; nothing raises past the drop counters."""
 
 import struct
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from hosts import wire
 from hosts.transport import DATA, Endpoint, UdpParams

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tests.harness import REPO
 
 SCRIPT = REPO / "scripts" / "provision-vm.sh"

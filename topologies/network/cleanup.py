@@ -17,8 +17,8 @@ import argparse
 import os
 import sys
 
-from topologies.network.names import PREFIX
 from topologies.network.lab import list_links, list_netns, sh
+from topologies.network.names import PREFIX
 from topologies.network.state import clean_state, owner_alive, read_states, remove_orphan_sock_dirs
 
 

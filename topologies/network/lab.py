@@ -117,7 +117,7 @@ class Lab:
         self.hosts = []
         self.state.remove()
 
-    def __enter__(self) -> "Lab":
+    def __enter__(self) -> Lab:
         return self
 
     def __exit__(self, *exc: object) -> None:

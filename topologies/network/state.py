@@ -219,8 +219,8 @@ def owner_alive(data: dict) -> bool:
 def clean_state(path: Path, data: dict) -> list[str]:
     """Remove what one state file records: pids, processes in its host
     namespaces, its prefixed interfaces; then the file.  Returns what it did."""
+    from topologies.network.lab import list_links, list_netns, sh  # late: keeps this module light
     from topologies.network.names import PREFIX
-    from topologies.network.lab import list_links, list_netns, sh   # late: keeps this module light
     done = []
     for entry in data.get("pids", []):
         if kill_pid(entry["pid"], entry.get("start")):

@@ -34,11 +34,11 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from topologies.switch import controlplane as cp
 from topologies.network.names import PREFIX, new_lab_id, switch_ifname
+from topologies.network.state import StateFile, kill_netns_processes, kill_pid
 from topologies.spec.placement import place_jobs
-from topologies.network.state import StateFile, kill_netns_processes, kill_pid, start_time
-from topologies.spec.topo import FABRIC_LINK, HOST_LINK, TopoSpec, build
+from topologies.spec.topo import HOST_LINK, TopoSpec, build
+from topologies.switch import controlplane as cp
 
 HOST_PREFIX_LEN = 8           # hosts live in 10.0.0.0/8 (one subnet, static ARP)
 
@@ -148,14 +148,14 @@ class TestbedNetwork:
         return f"{node}-eth{port}"
 
     # --- life cycle -----------------------------------------------------------
-    def __enter__(self) -> "TestbedNetwork":
+    def __enter__(self) -> TestbedNetwork:
         self.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def start(self) -> "TestbedNetwork":
+    def start(self) -> TestbedNetwork:
         if os.geteuid() != 0:
             raise NetworkError("the network needs root (Mininet, namespaces): run with sudo")
         from topologies.switch.targets import resolve_target
@@ -476,13 +476,13 @@ class TestbedNetwork:
             if close:
                 try:
                     close()
-                except Exception:  # noqa: BLE001 - teardown goes on
+                except Exception:
                     pass
         if self.net is not None:
             for sw in self.net.switches:
                 try:
                     sw.stop_process()
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     errors.append(f"{sw.name}: {exc}")
         if self.state is not None:
             # Mininet's own stop() deletes every interface through the node
@@ -496,7 +496,7 @@ class TestbedNetwork:
             for node in self.net.hosts + self.net.switches:
                 try:
                     node.terminate()        # closes the node's pty, reaps its shell
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     errors.append(f"{node.name}: {exc}")
         if self.state is not None:
             from topologies.network.lab import remove_by_prefix

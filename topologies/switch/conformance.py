@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from contract.tags import tag_dscp, tag_port
-from topologies.switch import program as symphony_state
-from topologies.switch.twin import packets
 from topologies.network.intf import switch_port_commands
 from topologies.network.lab import sh as _sh
+from topologies.switch import program as symphony_state
+from topologies.switch.twin import packets
 from topologies.switch.twin.pipeline import Pipeline
 from topologies.switch.twin.switch import ETH_P_ALL, PACKET_OUTGOING
 

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hosts.job import JobSpec
 from contract import p4names
+from hosts.job import JobSpec
 from topologies.spec.placement import ring_flows
 from topologies.spec.topo import HOST_LINK, TopoSpec, next_ports, route
 

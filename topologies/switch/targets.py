@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-from typing import Callable, Optional
+from collections.abc import Callable
 
 TARGETS = ("auto", "bmv2", "soft")
 
@@ -37,7 +37,7 @@ def _module_present(name: str) -> bool:
         return False
 
 
-def missing_bmv2_parts(which: Callable[[str], Optional[str]] = shutil.which,
+def missing_bmv2_parts(which: Callable[[str], str | None] = shutil.which,
                        has_module: Callable[[str], bool] = _module_present) -> list[str]:
     """Names of the BMv2 toolchain parts that are not installed (empty: all there)."""
     missing = [prog for prog in BMV2_PROGRAMS if not which(prog)]

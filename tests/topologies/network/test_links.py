@@ -7,12 +7,10 @@ bits/s, not in full-size packet slots)."""
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.harness.probes import RECV, SEND
-from tests.harness import REPO
 
 pytestmark = pytest.mark.root
 

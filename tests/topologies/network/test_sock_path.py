@@ -15,12 +15,15 @@ from pathlib import Path
 import pytest
 
 from tests.harness import REPO
-
 from topologies.network.names import PREFIX, new_lab_id
-from topologies.network.state import (SUN_PATH_MAX, StateFile, clean_state, remove_orphan_sock_dirs, remove_sock_dir,
-                               sock_path_problem)
-
-
+from topologies.network.state import (
+    SUN_PATH_MAX,
+    StateFile,
+    clean_state,
+    remove_orphan_sock_dirs,
+    remove_sock_dir,
+    sock_path_problem,
+)
 
 # ---------------------------------------------------------------- pure
 
@@ -119,8 +122,8 @@ def test_network_with_a_run_dir_over_110_characters_comes_up_and_leaves_nothing(
     from topologies.network.lab import list_links, list_netns
     from topologies.network.state import STATE_DIR
     try:
-        from topologies.network.testbed import TestbedNetwork
         import topologies.switch.twin.__main__  # noqa: F401
+        from topologies.network.testbed import TestbedNetwork
     except ImportError as exc:
         pytest.skip(f"soft target not available: {exc}")
     run_dir = _long_dir(tmp_path)

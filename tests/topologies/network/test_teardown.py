@@ -2,7 +2,6 @@
 and (through `make clean-net`'s module) after SIGKILL of the owner."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from topologies.network.names import PREFIX
-from topologies.network.lab import list_links, list_netns
-from topologies.network.state import STATE_DIR, alive
 from tests.harness import REPO
+from topologies.network.lab import list_links, list_netns
+from topologies.network.names import PREFIX
+from topologies.network.state import STATE_DIR, alive
 
 pytestmark = [pytest.mark.root]
 

@@ -6,15 +6,12 @@ counters read back into switches/<name>.json."""
 import json
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.harness import REPO
 from tests.harness.probes import ECHO, MESH, RECV, SEND
-
-from topologies.network.names import PREFIX
 from topologies.network.lab import list_links
+from topologies.network.names import PREFIX
 
 pytestmark = pytest.mark.root
 
@@ -72,8 +69,9 @@ def test_all_pairs_udp_exchange(net):
 
 def test_ecn_marks_past_kmax_and_counters_read_back(net, tmp_path):
     import subprocess
-    from topologies.spec.topo import route
+
     from contract.tags import tag_port
+    from topologies.spec.topo import route
     a, b, dst = net.incast
     spec = net.job_dicts[0]
     dport = spec["data_port"]

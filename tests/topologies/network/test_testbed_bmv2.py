@@ -5,13 +5,12 @@ tests/topologies/network/test_testbed.py."""
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
-from topologies.network.names import PREFIX
-from topologies.network.lab import list_links
 from tests.harness import REPO
+from topologies.network.lab import list_links
+from topologies.network.names import PREFIX
 
 BMV2_JSON = REPO / "build" / "bmv2" / "symphony.json"
 
@@ -47,8 +46,9 @@ def test_all_pairs_ping(net):
 
 def test_ecn_marks_and_counters(net, tmp_path):
     import subprocess
-    from tests.test_topology_net import RECV, SEND
+
     from contract.tags import tag_port
+    from tests.test_topology_net import RECV, SEND
     dport = net.job_dicts[0]["data_port"]
     dst_ip = net.spec.host("h3").ip
     recv = net.popen("h3", [sys.executable, "-c", RECV, dst_ip, str(dport), "1.5"], stdout=subprocess.PIPE, text=True)

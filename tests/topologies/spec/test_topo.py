@@ -2,9 +2,9 @@
 
 import pytest
 
-from topologies.switch import controlplane as cp
 from topologies.spec.placement import place_jobs, ring_flows
 from topologies.spec.topo import TopoError, build, next_ports, route
+from topologies.switch import controlplane as cp
 
 
 def leafspine(hosts=8, leaves=2, spines=2, **kw):

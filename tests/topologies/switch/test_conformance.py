@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import copy
 
-import os
-
 import pytest
 
-from topologies.switch.conformance import (TwinTarget, check_output, load_vectors,
-                                         run_vector)
+from topologies.switch.conformance import TwinTarget, check_output, load_vectors, run_vector
 
 VECTORS = load_vectors()
 IDS = [v.id for v in VECTORS]

@@ -3,11 +3,11 @@ SimpleSwitchThriftAPI and the twin both take), no switch needed."""
 
 import pytest
 
-from contract.tags import TAG_MASK
-from topologies.switch import controlplane as cp
 from contract import p4names as pn
+from contract.tags import TAG_MASK
 from topologies.spec.placement import place_jobs
 from topologies.spec.topo import build, route
+from topologies.switch import controlplane as cp
 
 
 class Recorder:

@@ -13,15 +13,11 @@ import re
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from tests.harness import REPO
-
-from topologies.switch.targets import (TargetError, bmv2_available, bmv2_skip_reason, missing_bmv2_parts,
-                                resolve_target)
-
+from topologies.switch.targets import TargetError, bmv2_available, bmv2_skip_reason, missing_bmv2_parts, resolve_target
 
 
 def lookups(programs=(), modules=()):

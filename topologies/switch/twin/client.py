@@ -33,7 +33,7 @@ class TwinClient:
         self._connect()
 
     @classmethod
-    def wait(cls, sockpath: str, timeout: float = 10.0, proc=None) -> "TwinClient":
+    def wait(cls, sockpath: str, timeout: float = 10.0, proc=None) -> TwinClient:
         """Connect once the twin answers; fails early when `proc` (its Popen) exits."""
         deadline = time.monotonic() + timeout
         while True:
@@ -140,7 +140,7 @@ class TwinClient:
             self._sock.close()
             self._sock = None
 
-    def __enter__(self) -> "TwinClient":
+    def __enter__(self) -> TwinClient:
         return self
 
     def __exit__(self, *exc) -> None:

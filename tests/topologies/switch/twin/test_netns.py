@@ -14,8 +14,8 @@ import time
 import pytest
 
 from contract.tags import tag_port
-from topologies.switch import program as S
 from topologies.network.lab import Lab, list_links, list_netns
+from topologies.switch import program as S
 from topologies.switch.twin.client import TwinClient, TwinClientError
 
 pytestmark = [pytest.mark.root]

@@ -8,8 +8,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from contract.tags import serial_diff, tag_dscp, tag_port
 from contract import p4names as N
+from contract.tags import serial_diff, tag_dscp, tag_port
 from topologies.switch import program as S
 from topologies.switch.twin import packets
 from topologies.switch.twin.pipeline import Pipeline
