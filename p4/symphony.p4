@@ -7,8 +7,8 @@
  * Layout after stratum's fabric-tna: include/ holds what every target shares
  * (constants, headers, parser, the Symphony controls written against small
  * per-target wrappers); v1model/ and t2na/ hold the wrappers and the package.
- * DESIGN.md, "The Symphony data plane", is the specification; the software
- * twin (topologies/twin/pipeline.py) implements the same pipeline and the
+ * docs/design.md, "The Symphony data plane", is the specification; the software
+ * twin (topologies/switch/twin/pipeline.py) implements the same pipeline and the
  * vectors in p4/tests/ check both.
  */
 #include <core.p4>
