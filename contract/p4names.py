@@ -3,8 +3,8 @@
 The control plane (both targets) and the software twin take every table,
 action, register, counter and constant from here.  tests/contract/test_p4names.py
 parses the P4 declarations in p4/ and fails when they disagree with this
-module, and checks the tag against hosts/wire.py, so there is no second list
-kept by hand.
+module; the step tag's widths and arithmetic are contract.tags', so there is
+no second list kept by hand.
 
 Control-plane conventions (the same calls on BMv2 and the twin):
 
@@ -39,14 +39,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The step tag is contract.tags'; its width and mask functions are re-exported
+# here, beside the other names the control plane and the twin take.
+from contract.tags import DSCP_TAG_BITS, DSCP_TAG_MASK, TAG_BITS, TAG_MASK, tag_half
+from contract.tags import TAG_PORT_BASE as TAG_BASE
+from contract.tags import tag_bits as tag_bits
+from contract.tags import tag_mask as tag_mask
+
 # --- constants (p4/include/constants.p4) ----------------------------------
-TAG_BITS = 14
-TAG_BASE = 0xC000
-TAG_MASK = (1 << TAG_BITS) - 1
-TAG_HALF = 1 << (TAG_BITS - 1)
-DSCP_TAG_BITS = 6          # TCP mode: the tag in the DSCP
-DSCP_TAG_MASK = (1 << DSCP_TAG_BITS) - 1
-DSCP_TAG_HALF = 1 << (DSCP_TAG_BITS - 1)
+TAG_HALF = tag_half(False)
+DSCP_TAG_HALF = tag_half(True)     # TCP mode: the tag in the DSCP
 W = 64                     # step_count slots per job
 W_BITS = 6
 MAX_FLOWS = 1024
@@ -147,20 +149,6 @@ TABLES = {t.name: t for t in (
 FORWARD, SYMPHONY_FLOWS, QUEUE_ECN, SYM_ECN = "forward", "symphony_flows", "queue_ecn", "sym_ecn"
 FLOW_STEP, STEP_COUNT, FRONTIER = "flow_step", "step_count", "frontier"
 PKTS, SYM_MARKS, QUEUE_MARKS, FLOW_QUEUE_MARKS = "pkts", "sym_marks", "queue_marks", "flow_queue_marks"
-
-
-def tag_bits(tcp: bool | int) -> int:
-    """Width of a flow's step tag: 6 bits (DSCP) in TCP mode, 14 (UDP source port) otherwise."""
-    return DSCP_TAG_BITS if tcp else TAG_BITS
-
-
-def tag_mask(tcp: bool | int) -> int:
-    return (1 << tag_bits(tcp)) - 1
-
-
-def tag_half(tcp: bool | int) -> int:
-    """2^(w-1): serial arithmetic orders tags less than this far apart."""
-    return 1 << (tag_bits(tcp) - 1)
 
 
 def max_ranks(tcp: bool | int) -> int:

@@ -31,6 +31,20 @@ ECN_CE = 0b11
 CONTROL_PORT_OFFSET = 1
 
 
+def tag_bits(tcp: bool | int) -> int:
+    """Width of a flow's step tag: 6 bits (DSCP) in TCP mode, 14 (UDP source port) otherwise."""
+    return DSCP_TAG_BITS if tcp else TAG_BITS
+
+
+def tag_mask(tcp: bool | int) -> int:
+    return (1 << tag_bits(tcp)) - 1
+
+
+def tag_half(tcp: bool | int) -> int:
+    """2^(w-1): serial arithmetic orders tags less than this far apart."""
+    return 1 << (tag_bits(tcp) - 1)
+
+
 def tag_port(step: int) -> int:
     """UDP source port that carries `step`."""
     return TAG_PORT_BASE | (step & TAG_MASK)
@@ -64,6 +78,12 @@ def serial_after(a: int, b: int, bits: int) -> bool:
     return serial_diff(a, b, bits) > 0
 
 
+def steps_per_iteration(n_ranks: int) -> int:
+    """Steps of one ring AllReduce of N ranks: N-1 of reduce-scatter, N-1 of all-gather."""
+    return 2 * (n_ranks - 1)
+
+
 def ring_step(iteration: int, k: int, n_ranks: int) -> int:
-    """Global step counter of DESIGN.md: iteration * 2(N-1) + k."""
-    return iteration * 2 * (n_ranks - 1) + k
+    """The global step an agent tags its packets with and records: step k of
+    an iteration, counted from the run's first step (iteration * 2(N-1) + k)."""
+    return iteration * steps_per_iteration(n_ranks) + k

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from contract.events import EventLog
-from contract.tags import ring_step
+from contract.tags import ring_step, steps_per_iteration
 from hosts import dcqcn, ring
 from hosts.job import JobError, JobSpec, derived_deadlines, first_step_slack, load_job
 from hosts.tcp_transport import TcpTransport
@@ -68,7 +68,7 @@ class Agent:
         self.spec = spec
         self.rank = rank
         self.n = spec.n_ranks
-        self.spi = ring.steps_per_iteration(self.n)
+        self.spi = steps_per_iteration(self.n)
         self.total_steps = spec.iterations * self.spi
         self.log = log
         self.step_s, self.run_s = derived_deadlines(spec)

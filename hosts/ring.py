@@ -18,12 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contract.tags import steps_per_iteration
+
 DTYPE = np.dtype("<f4")      # little-endian float32 on the wire, on every host
 ITEM = DTYPE.itemsize
-
-
-def steps_per_iteration(n_ranks: int) -> int:
-    return 2 * (n_ranks - 1)
 
 
 def chunk_bounds(n_elems: int, n_ranks: int) -> list[tuple[int, int]]:

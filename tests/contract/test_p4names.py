@@ -85,7 +85,8 @@ def key_width(field: str, text: str, types: dict[str, int]) -> int:
 
 def registers(text: str, consts: dict[str, int]) -> dict[str, tuple[int, int]]:
     out = {}
-    for w, size, name in re.findall(r"\b[Rr]egister<bit<(\d+)>(?:\s*,\s*[^>]+>?)?>\((\w+)(?:\s*,[^)]*)?\)\s*(\w+)\s*;", text):
+    pattern = r"\b[Rr]egister<bit<(\d+)>(?:\s*,\s*[^>]+>?)?>\((\w+)(?:\s*,[^)]*)?\)\s*(\w+)\s*;"
+    for w, size, name in re.findall(pattern, text):
         out[name] = (int(w), int_value(size, consts))
     return out
 
@@ -147,12 +148,14 @@ def test_constants_agree(target):
     assert 1 << consts["SYM_W_BITS"] == consts["SYM_W"]
 
 
-def test_tag_agrees_with_wire():
+def test_tag_is_the_agents_tag():
     assert p4names.TAG_BITS == tags.TAG_BITS
     assert p4names.TAG_BASE == tags.TAG_PORT_BASE
     assert p4names.TAG_MASK == tags.TAG_MASK
     assert p4names.DSCP_TAG_BITS == tags.DSCP_TAG_BITS
     assert p4names.DSCP_TAG_MASK == tags.DSCP_TAG_MASK
+    assert p4names.TAG_HALF == tags.tag_half(False) and p4names.DSCP_TAG_HALF == tags.tag_half(True)
+    assert p4names.tag_bits is tags.tag_bits and p4names.tag_mask is tags.tag_mask
     # 2^w a multiple of W for both tags: step mod W survives either wrap-around
     assert (1 << p4names.TAG_BITS) % p4names.W == 0
     assert (1 << p4names.DSCP_TAG_BITS) % p4names.W == 0

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contract.tags import steps_per_iteration
 from hosts import ring
 
 
@@ -22,7 +23,7 @@ def test_chunk_bounds_cover_and_balance():
 def test_plan_follows_design():
     n = 4
     for r in range(n):
-        for k in range(ring.steps_per_iteration(n)):
+        for k in range(steps_per_iteration(n)):
             p = ring.plan(r, n, k)
             assert p.send_chunk == (r - k) % n
             assert p.recv_chunk == (r - k - 1) % n
@@ -37,7 +38,7 @@ def test_send_at_next_step_is_what_arrived():
     # rank r sends at step k+1 the chunk it received (and folded) at step k
     n = 5
     for r in range(n):
-        for k in range(ring.steps_per_iteration(n) - 1):
+        for k in range(steps_per_iteration(n) - 1):
             assert ring.plan(r, n, k + 1).send_chunk == ring.plan(r, n, k).recv_chunk
 
 
@@ -75,7 +76,7 @@ def test_wrong_received_data_is_detected():
     n, n_elems = 3, 301
     inputs = [ring.make_input(2, 0, r, n_elems) for r in range(n)]
     ranks = [ring.RingRank(r, n, x) for r, x in enumerate(inputs)]
-    for k in range(ring.steps_per_iteration(n)):
+    for k in range(steps_per_iteration(n)):
         sent = [bytearray(rk.send_bytes(k)) for rk in ranks]
         if k == 1:
             sent[0][0] ^= 1          # one flipped bit on one link
