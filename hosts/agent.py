@@ -26,7 +26,7 @@ from contract.tags import ring_step, steps_per_iteration
 from hosts import dcqcn, ring
 from hosts.job import JobError, JobSpec, derived_deadlines, first_step_slack, load_job
 from hosts.tcp_transport import TcpTransport
-from hosts.transport import TRANSPORTS, CnpLimiter, FixedRate, TransportTimeout
+from hosts.transport import TRANSPORTS, TransportTimeout
 
 EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_DEADLINE = 0, 1, 2, 3
 
@@ -60,7 +60,7 @@ def rate_control(spec: JobSpec, now: float):
     pair = dcqcn.controllers(table.get("preset", "emulation"), spec.line_rate_bps, now, **overrides)
     if pair is not None:
         return pair
-    return FixedRate(spec.line_rate_bps), CnpLimiter(None)
+    return dcqcn.FixedRate(spec.line_rate_bps), dcqcn.NotificationPoint(None)
 
 
 class Agent:

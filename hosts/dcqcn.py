@@ -434,16 +434,40 @@ class ReactionPoint:
         return False
 
 
+class FixedRate:
+    """The reaction point with DCQCN off: paces at a fixed rate (None: no
+    pacing, the window alone limits the sender) and ignores CNPs.  The
+    interface of ReactionPoint."""
+
+    def __init__(self, rate_bps: float | None):
+        self.rate_bps = rate_bps
+        self.target_bps = rate_bps
+        self.alpha = 0.0
+
+    def on_cnp(self, now: float) -> bool:
+        return False
+
+    def advance(self, now: float) -> bool:
+        return False
+
+    def on_bytes_sent(self, n: int, now: float) -> bool:
+        return False
+
+    def next_event_time(self) -> float:
+        return INF
+
+
 # --- notification point --------------------------------------------------------
 
 class NotificationPoint:
-    """Receiver-side CNP generation: at most one CNP per flow per interval."""
+    """Receiver-side CNP generation: at most one CNP per flow per interval.
+    Interval None (DCQCN off): packets and marks are counted, no CNP is asked for."""
 
-    def __init__(self, cnp_interval_s: float):
-        if not _is_number(cnp_interval_s) or cnp_interval_s < 0:
+    def __init__(self, cnp_interval_s: float | None):
+        if cnp_interval_s is not None and (not _is_number(cnp_interval_s) or cnp_interval_s < 0):
             raise ValueError(f"dcqcn parameter 'cnp_interval_s' must be a finite number >= 0, "
                              f"got {cnp_interval_s!r}")
-        self.cnp_interval_s = float(cnp_interval_s)
+        self.cnp_interval_s = None if cnp_interval_s is None else float(cnp_interval_s)
         self._last_cnp: dict[Hashable, float] = {}
         self.packets: dict[Hashable, int] = {}
         self.ce_packets: dict[Hashable, int] = {}
@@ -455,6 +479,8 @@ class NotificationPoint:
         if not ce:
             return False
         self.ce_packets[flow_key] = self.ce_packets.get(flow_key, 0) + 1
+        if self.cnp_interval_s is None:
+            return False
         last = self._last_cnp.get(flow_key)
         if last is not None and now - last < self.cnp_interval_s:
             return False

@@ -38,6 +38,7 @@ from typing import Protocol
 from contract import tags
 from contract.tags import TAG_MASK, control_port, port_tag, tag_port
 from hosts import wire
+from hosts.dcqcn import FixedRate, NotificationPoint
 from hosts.wire import ACK_COMPLETE, ACK_ECHO, DATA, MAGIC, T_DATA, VERSION, WireError
 
 # Bytes a data packet adds on an Ethernet link besides its payload (Ethernet,
@@ -100,50 +101,6 @@ def _check(value, name, types, lo, hi):
         raise ValueError(f"{name}: expected a number, got {value!r}")
     if not lo <= value <= hi:
         raise ValueError(f"{name}: {value} outside {lo}..{hi}")
-
-
-# --- rate control used when DCQCN is off --------------------------------------
-
-class FixedRate:
-    """Reaction point with DCQCN off: paces at a fixed rate (None: no pacing,
-    the window alone limits the sender) and ignores CNPs.  Same interface as
-    hosts.dcqcn.ReactionPoint."""
-
-    def __init__(self, rate_bps: float | None):
-        self.rate_bps = rate_bps
-        self.target_bps = rate_bps
-        self.alpha = 0.0
-
-    def on_cnp(self, now: float) -> bool:
-        return False
-
-    def advance(self, now: float) -> bool:
-        return False
-
-    def on_bytes_sent(self, n: int, now: float) -> bool:
-        return False
-
-    def next_event_time(self) -> float:
-        return math.inf
-
-
-class CnpLimiter:
-    """Notification point: asks for a CNP when a data packet carries CE, at most
-    once per interval per flow; with interval None it never asks.  Same
-    interface as hosts.dcqcn.NotificationPoint."""
-
-    def __init__(self, cnp_interval_s: float | None = None):
-        self.interval = cnp_interval_s
-        self._last: dict = {}
-
-    def on_data(self, flow_key, ce: bool, now: float) -> bool:
-        if not ce or self.interval is None:
-            return False
-        last = self._last.get(flow_key)
-        if last is not None and now - last < self.interval:
-            return False
-        self._last[flow_key] = now
-        return True
 
 
 class TransportTimeout(Exception):
@@ -226,7 +183,7 @@ class Endpoint:
         self.out = out
         self.log = log
         self.rp = rp if rp is not None else FixedRate(None)
-        self.np = np_ if np_ is not None else CnpLimiter(None)
+        self.np = np_ if np_ is not None else NotificationPoint(None)
         self.max_ahead = max_ahead
         self.counters: dict[str, int] = defaultdict(int)
         self.send_flows: dict[int, SendFlow] = {}

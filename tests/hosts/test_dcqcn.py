@@ -407,3 +407,13 @@ def test_np_ignores_unmarked_packets_and_interval_zero_answers_every_mark():
     assert all(every.on_data("f", True, 1.0) for _ in range(5))
     with pytest.raises(ValueError, match="cnp_interval_s"):
         NotificationPoint(-1)
+
+
+def test_np_once_per_interval_and_never_when_off():
+    np_ = NotificationPoint(0.001)
+    assert np_.on_data("f", True, 0.0)
+    assert not np_.on_data("f", True, 0.0005)
+    assert not np_.on_data("f", False, 0.002)
+    assert np_.on_data("f", True, 0.0011)
+    assert np_.on_data("g", True, 0.0011)
+    assert not NotificationPoint(None).on_data("f", True, 0.0)

@@ -9,7 +9,8 @@ import pytest
 
 from contract import tags
 from hosts import wire
-from hosts.transport import DATA, WIRE_OVERHEAD, CnpLimiter, Endpoint, FaultInjector, FaultParams, FixedRate, UdpParams
+from hosts.dcqcn import FixedRate, NotificationPoint
+from hosts.transport import DATA, WIRE_OVERHEAD, Endpoint, FaultInjector, FaultParams, UdpParams
 
 PORT = 5000
 
@@ -205,7 +206,7 @@ def test_first_packets_before_successor_listens():
 
 def test_cnp_sent_on_ce_and_logged():
     n, size = 2, 14_000
-    sim = Sim(n, lambda r, step: size, tos=tags.ECN_CE, np_factory=lambda: CnpLimiter(0.0))
+    sim = Sim(n, lambda r, step: size, tos=tags.ECN_CE, np_factory=lambda: NotificationPoint(0.0))
     sim.step(0, [bytes(size)] * n)
     for r, ep in enumerate(sim.eps):
         assert ep.counters["rx_ce"] == 10
@@ -213,16 +214,6 @@ def test_cnp_sent_on_ce_and_logged():
         assert ep.counters["rx_cnp"] == 10
         kinds = [(k, f["dir"]) for k, _, f in sim.logs[r] if k == "cnp"]
         assert kinds.count(("cnp", "tx")) == 10 and kinds.count(("cnp", "rx")) == 10
-
-
-def test_cnp_limiter_once_per_interval():
-    np_ = CnpLimiter(0.001)
-    assert np_.on_data("f", True, 0.0)
-    assert not np_.on_data("f", True, 0.0005)
-    assert not np_.on_data("f", False, 0.002)
-    assert np_.on_data("f", True, 0.0011)
-    assert np_.on_data("g", True, 0.0011)
-    assert not CnpLimiter(None).on_data("f", True, 0.0)
 
 
 # --- bad input: counted and dropped ------------------------------------------
