@@ -25,10 +25,13 @@ from contract.events import EventLog
 from contract.tags import ring_step, steps_per_iteration
 from hosts import dcqcn, ring
 from hosts.job import JobError, JobSpec, derived_deadlines, first_step_slack, load_job
-from hosts.tcp_transport import TcpTransport
-from hosts.transport import TRANSPORTS, TransportTimeout
+from hosts.tcp.sockets import TcpTransport
+from hosts.transport import Transport, TransportTimeout
+from hosts.udp.sockets import UdpTransport
 
 EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_DEADLINE = 0, 1, 2, 3
+# the class of each name in contract.tags.TRANSPORTS
+TRANSPORT_CLASSES: dict[str, type[Transport]] = {"udp": UdpTransport, "tcp": TcpTransport}
 
 
 def linger_idle_s(udp) -> float:
@@ -64,7 +67,7 @@ def rate_control(spec: JobSpec, now: float):
 
 
 class Agent:
-    def __init__(self, spec: JobSpec, rank: int, log: EventLog, transport_cls=None):
+    def __init__(self, spec: JobSpec, rank: int, log: EventLog):
         self.spec = spec
         self.rank = rank
         self.n = spec.n_ranks
@@ -74,11 +77,10 @@ class Agent:
         self.step_s, self.run_s = derived_deadlines(spec)
         self.at = (0, 0)             # (iteration, step) in progress, for error events
         rp, np_ = rate_control(spec, time.monotonic())
-        # the TCP transport imports from hosts.transport, so it joins the map here
-        cls = transport_cls or {**TRANSPORTS, "tcp": TcpTransport}.get(spec.transport)
+        cls = TRANSPORT_CLASSES.get(spec.transport)
         if cls is None:
             raise UsageError(f"transport {spec.transport!r} is not available in this build")
-        self.tr = cls(job=spec.job, rank=rank, ips=spec.ips, data_port=spec.data_port,
+        self.tr: Transport = cls(job=spec.job, rank=rank, ips=spec.ips, data_port=spec.data_port,
                       params=spec.udp, recv_len=self.recv_len, log=self.emit, rp=rp, np_=np_,
                       faults=spec.faults)
 

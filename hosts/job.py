@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hosts import ring
-from hosts.transport import FaultParams, UdpParams
+from hosts.udp.params import FaultParams, UdpParams
 
 TRANSPORT_NAMES = ("udp", "tcp")
 DCQCN_PRESETS = ("emulation", "paper", "off")

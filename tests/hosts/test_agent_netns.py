@@ -12,7 +12,7 @@ import pytest
 
 from contract import events, tags
 from hosts.job import Deadlines, JobSpec, RankSpec, dump_job
-from hosts.transport import FaultParams
+from hosts.udp.params import FaultParams
 from tests.harness import REPO
 
 pytestmark = [pytest.mark.root]

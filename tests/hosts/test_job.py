@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from hosts.job import Deadlines, JobError, JobSpec, RankSpec, Straggle, derived_deadlines, dump_job, load_job, parse_job
-from hosts.transport import FaultParams, UdpParams
+from hosts.udp.params import FaultParams, UdpParams
 from tests.harness import REPO
 
 GOOD = """

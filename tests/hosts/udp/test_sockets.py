@@ -11,7 +11,8 @@ import pytest
 
 from contract import tags
 from hosts import wire
-from hosts.transport import FaultParams, UdpParams, UdpTransport
+from hosts.udp.params import FaultParams, UdpParams
+from hosts.udp.sockets import UdpTransport
 
 # a random corner of 127/8, so two test runs at once do not share ports
 _NET = f"127.{random.randint(1, 254)}.{random.randint(0, 255)}"

@@ -1,0 +1,58 @@
+"""The job file's [udp] and [faults] tables, checked when they are built:
+ValueError names the field and the range it left.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hosts import wire
+from hosts.wire import DATA
+
+
+@dataclass(frozen=True)
+class UdpParams:
+    """The job file's [udp] table.  rto_ms is the initial and minimum RTO; the
+    RTO adapts to the measured RTT above it."""
+    payload_bytes: int = 1400
+    rto_ms: float = 50.0
+    window_packets: int = 64
+    ack_every: int = 8
+    ack_delay_ms: float = 2.0
+    burst_packets: int = 8
+    rto_max_ms: float = 1000.0
+
+    def __post_init__(self):
+        _check(self.payload_bytes, "payload_bytes", int, 4, 65507 - DATA.size)
+        _check(self.rto_ms, "rto_ms", (int, float), 1, 60000)
+        _check(self.window_packets, "window_packets", int, 1, wire.SACK_BITS)
+        _check(self.ack_every, "ack_every", int, 1, 1024)
+        _check(self.ack_delay_ms, "ack_delay_ms", (int, float), 0, 10000)
+        _check(self.burst_packets, "burst_packets", int, 1, 1024)
+        _check(self.rto_max_ms, "rto_max_ms", (int, float), self.rto_ms, 600000)
+
+
+@dataclass(frozen=True)
+class FaultParams:
+    """Receive-side fault injection (the job file's [faults] table), for tests:
+    probabilities per received packet."""
+    drop: float = 0.0
+    duplicate: float = 0.0
+    reorder: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("drop", "duplicate", "reorder"):
+            _check(getattr(self, name), name, (int, float), 0.0, 0.5)
+        _check(self.seed, "seed", int, 0, 2**63)
+
+    @property
+    def active(self) -> bool:
+        return self.drop > 0 or self.duplicate > 0 or self.reorder > 0
+
+
+def _check(value, name, types, lo, hi):
+    if isinstance(value, bool) or not isinstance(value, types):
+        raise ValueError(f"{name}: expected a number, got {value!r}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{name}: {value} outside {lo}..{hi}")
