@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hosts import ring
+import tomli_w
+
+from contract.tags import TRANSPORTS
+from hosts import dcqcn, ring
 from hosts.udp.params import FaultParams, UdpParams
 
-TRANSPORT_NAMES = ("udp", "tcp")
-DCQCN_PRESETS = ("emulation", "paper", "off")
 # deadlines derived from the bandwidth bound: this many times the bound plus slack
 DEADLINE_FACTOR = 10.0
 STEP_SLACK_S = 5.0      # covers peers that start a few seconds apart
@@ -184,8 +185,8 @@ def parse_job(doc: dict) -> JobSpec:
                        f"step tag range 0xC000..0xFFFF")
     iterations = _int(doc, "iterations", "", 1, 1_000_000)
     transport = doc.get("transport", "udp")
-    if transport not in TRANSPORT_NAMES:
-        raise JobError(f"transport: {transport!r} is not one of {', '.join(TRANSPORT_NAMES)}")
+    if transport not in TRANSPORTS:
+        raise JobError(f"transport: {transport!r} is not one of {', '.join(TRANSPORTS)}")
     seed = _int(doc, "seed", "", 0, 2**63, default=1)
 
     ranks_doc = _array(doc, "ranks")
@@ -245,10 +246,13 @@ def parse_job(doc: dict) -> JobSpec:
 
 
 def _dcqcn(t: dict) -> dict:
+    """The [dcqcn] table as given, checked: the preset, the line rate, and the
+    overrides by building the preset's parameters with them (hosts.dcqcn
+    knows the names, units and ranges)."""
     out = dict(t)
     preset = t.get("preset", "emulation")
-    if preset not in DCQCN_PRESETS:
-        raise JobError(f"dcqcn.preset: {preset!r} is not one of {', '.join(DCQCN_PRESETS)}")
+    if preset not in dcqcn.PRESET_NAMES:
+        raise JobError(f"dcqcn.preset: {preset!r} is not one of {', '.join(dcqcn.PRESET_NAMES)}")
     out["preset"] = preset
     rate = _num(t, "line_rate_mbit", "dcqcn.", 0.001, 1e7)
     if rate is not None:
@@ -258,16 +262,10 @@ def _dcqcn(t: dict) -> dict:
             continue
         if not isinstance(v, (bool, int, float)):
             raise JobError(f"dcqcn.{k}: expected a number or boolean, got {v!r}")
-    # the DCQCN module (when present) knows its parameter names and ranges
-    try:
-        from hosts import dcqcn as dcqcn_mod
-    except ImportError:
-        return out
-    make = getattr(dcqcn_mod, "make_params", None)
-    if make is not None and preset != "off":
+    if preset != dcqcn.PRESET_OFF:
         overrides = {k: v for k, v in out.items() if k not in ("preset", "line_rate_mbit")}
         try:
-            make(preset, (rate or UNKNOWN_RATE_BPS / 1e6) * 1e6, **overrides)
+            dcqcn.make_params(preset, (rate or UNKNOWN_RATE_BPS / 1e6) * 1e6, **overrides)
         except TypeError as e:
             raise JobError(f"dcqcn: {e}") from None
         except ValueError as e:
@@ -292,33 +290,24 @@ def load_job(path) -> JobSpec:
 
 # --- writing -------------------------------------------------------------------
 
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    raise TypeError(f"cannot write {v!r} to TOML")
-
-
-def _lines(table: dict) -> list[str]:
-    return [f"{k} = {_toml_value(v)}" for k, v in table.items() if v is not None]
+def _present(table: dict) -> dict:
+    """TOML has no null: a field left at None is left out."""
+    return {k: v for k, v in table.items() if v is not None}
 
 
 def dump_job(spec: JobSpec, path) -> None:
-    out = _lines({"job": spec.job, "data_port": spec.data_port,
-                  "message_bytes": spec.message_bytes, "iterations": spec.iterations,
-                  "transport": spec.transport, "seed": spec.seed})
-    for r in spec.ranks:
-        out += ["", "[[ranks]]", *_lines(dataclasses.asdict(r))]
-    out += ["", "[udp]", *_lines(dataclasses.asdict(spec.udp))]
+    """Write the job file `load_job` reads back to the same spec."""
+    doc: dict[str, Any] = {"job": spec.job, "data_port": spec.data_port,
+                           "message_bytes": spec.message_bytes, "iterations": spec.iterations,
+                           "transport": spec.transport, "seed": spec.seed,
+                           "ranks": [_present(dataclasses.asdict(r)) for r in spec.ranks],
+                           "udp": dataclasses.asdict(spec.udp)}
     if spec.dcqcn:
-        out += ["", "[dcqcn]", *_lines(spec.dcqcn)]
+        doc["dcqcn"] = _present(spec.dcqcn)
     if spec.deadlines != Deadlines():
-        out += ["", "[deadlines]", *_lines(dataclasses.asdict(spec.deadlines))]
-    for s in spec.straggle:
-        out += ["", "[[straggle]]", *_lines(dataclasses.asdict(s))]
+        doc["deadlines"] = _present(dataclasses.asdict(spec.deadlines))
+    if spec.straggle:
+        doc["straggle"] = [dataclasses.asdict(s) for s in spec.straggle]
     if spec.faults != FaultParams():
-        out += ["", "[faults]", *_lines(dataclasses.asdict(spec.faults))]
-    Path(path).write_text("\n".join(out) + "\n", encoding="utf-8")
+        doc["faults"] = dataclasses.asdict(spec.faults)
+    Path(path).write_text(tomli_w.dumps(doc), encoding="utf-8")
