@@ -79,9 +79,6 @@ class RingRank:
         """The bytes to send at step k (a copy: the buffer changes later)."""
         return self.chunk(self.plan(k).send_chunk).tobytes()
 
-    def recv_size(self, k: int) -> int:
-        return self.chunk(self.plan(k).recv_chunk).size * ITEM
-
     def apply(self, k: int, received) -> None:
         """Fold what arrived at step k into the buffer."""
         p = self.plan(k)
@@ -108,17 +105,6 @@ def ring_order_sum(inputs: list[np.ndarray]) -> np.ndarray:
             acc = acc + np.asarray(inputs[(c + j) % n][start:end], dtype=DTYPE)
         out[start:end] = acc
     return out
-
-
-def simulate(inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """Run the ring in lockstep in memory: every rank's result."""
-    n = len(inputs)
-    ranks = [RingRank(r, n, x) for r, x in enumerate(inputs)]
-    for k in range(steps_per_iteration(n)):
-        sent = [rk.send_bytes(k) for rk in ranks]
-        for r, rk in enumerate(ranks):
-            rk.apply(k, sent[(r - 1) % n])
-    return [rk.buf for rk in ranks]
 
 
 def make_input(seed: int, iteration: int, rank: int, n_elems: int) -> np.ndarray:

@@ -6,7 +6,7 @@ The step tag a switch reads (source port or DSCP) is contract.tags'.
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple, Union
+from typing import NamedTuple
 
 # --- packet headers (after the UDP header) ------------------------------------
 # Every packet starts with the same 12 bytes: magic, version, type, job, the
@@ -34,7 +34,6 @@ CNP = struct.Struct("!HBBHHII")
 ACK_COMPLETE = 0x1
 ACK_ECHO = 0x2
 SACK_BITS = 64
-MAX_STEP = 0xFFFFFFFF
 
 
 class Data(NamedTuple):
@@ -62,7 +61,7 @@ class Cnp(NamedTuple):
     step: int
 
 
-Packet = Union[Data, Ack, Cnp]
+Packet = Data | Ack | Cnp
 
 
 class WireError(ValueError):

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from hosts import wire
 from hosts.udp.params import UdpParams
-from hosts.wire import ACK_COMPLETE, ACK_ECHO, DATA, MAGIC, T_DATA, VERSION
+from hosts.wire import ACK_COMPLETE, ACK_ECHO, DATA
 
 # Bytes a data packet adds on an Ethernet link besides its payload (Ethernet,
 # IPv4, UDP and our header): pacing counts what the link (and tc htb) counts.
@@ -148,8 +148,8 @@ class Sender:
         off = idx * self.psize
         length = min(self.psize, flow.total - off)
         self._seq += 1
-        hdr = DATA.pack(MAGIC, VERSION, T_DATA, self.job, self.rank, flow.step, off, length,
-                        self._seq & ECHO_MASK)
+        hdr = wire.pack_data_header(self.job, self.rank, flow.step, off, length,
+                                    self._seq & ECHO_MASK)
         self.out.data(flow.step, hdr, flow.payload[off:off + length])
         flow.txseq[idx] = self._seq
         flow.last_seq = self._seq

@@ -2,6 +2,7 @@
 
 import math
 from dataclasses import replace
+from itertools import pairwise
 
 import pytest
 
@@ -11,14 +12,12 @@ from hosts.dcqcn import (
     DcqcnParams,
     NotificationPoint,
     ReactionPoint,
-    closed_loop,
     controllers,
     emulation_params,
-    first_time,
     make_params,
     paper_params,
-    trajectory,
 )
+from tests.harness.dcqcn_model import closed_loop, first_time, trajectory
 
 LINE = 20e6
 EPS = 1e-9   # timers accumulate float periods: look just after a boundary
@@ -32,7 +31,7 @@ def test_closed_loop_prediction_cuts_while_marked_and_recovers_after():
     p = emulation_params(LINE)
     pts, cnps = closed_loop(p, 1.0, t_on=0.2, t_off=0.3, t_end=4.0, one_way_s=0.5e-3)
     assert cnps and 0.2 < cnps[0] < 0.2 + 2e-3 and cnps[-1] < 0.3 + 0.1
-    assert all(b - a >= p.cnp_interval_s - 1e-12 for a, b in zip(cnps, cnps[1:]))
+    assert all(b - a >= p.cnp_interval_s - 1e-12 for a, b in pairwise(cnps))
     t_half = first_time(pts, lambda rc: rc <= LINE / 2, after=0.2)
     # two cuts (the first leaves 1 - (1-g)/2 > 1/2 of line rate), one per decrease period
     assert t_half == pytest.approx(cnps[1] + p.decrease_period_s, abs=1e-6) or \
@@ -392,9 +391,9 @@ def test_np_sends_at_most_one_cnp_per_interval_per_flow():
         for flow in sent:
             if np_.on_data(flow, True, t):
                 sent[flow].append(t)
-    for flow, times in sent.items():
+    for times in sent.values():
         assert len(times) == 20
-        assert all(b - a >= 5e-3 - 1e-12 for a, b in zip(times, times[1:]))
+        assert all(b - a >= 5e-3 - 1e-12 for a, b in pairwise(times))
     assert np_.cnps == {"a": 20, "b": 20} and np_.ce_packets["a"] == 1000
 
 

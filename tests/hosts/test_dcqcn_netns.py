@@ -10,12 +10,14 @@ predicted times to halve and to recover (pytest -s, or the `-rP` summary).
 import json
 import sys
 import time
+from itertools import pairwise
 
 import pytest
 
-from hosts.dcqcn import closed_loop, emulation_params, first_time, trajectory
+from hosts.dcqcn import emulation_params
 from tests.harness import REPO
 from tests.harness.cemarker import MarkerLab
+from tests.harness.dcqcn_model import closed_loop, first_time, trajectory
 
 LINE_MBIT = 20
 LINE = LINE_MBIT * 1e6
@@ -85,7 +87,7 @@ def test_marks_cut_the_rate_cnps_are_rate_limited_and_the_rate_recovers(tmp_path
     assert len(tx) >= 3
     assert not [e for r in (0, 2) for e in logs[r] if e["kind"] == "cnp" and e["dir"] == "tx"]
     assert -0.001 < tx[0] and tx[-1] < mark_s + 0.2
-    gaps = [b - a for a, b in zip(tx, tx[1:])]
+    gaps = [b - a for a, b in pairwise(tx)]
     assert min(gaps) >= params.cnp_interval_s - 0.5e-3, f"CNP gaps {gaps}"
     assert len(tx) * 0.9 <= len(rx) <= len(tx)
 

@@ -5,7 +5,19 @@ import sys
 
 import pytest
 
-from hosts.job import Deadlines, JobError, JobSpec, RankSpec, Straggle, derived_deadlines, dump_job, load_job, parse_job
+from hosts.job import (
+    START_SLACK_S,
+    Deadlines,
+    JobError,
+    JobSpec,
+    RankSpec,
+    Straggle,
+    derived_deadlines,
+    dump_job,
+    first_step_slack,
+    load_job,
+    parse_job,
+)
 from hosts.udp.params import FaultParams, UdpParams
 from tests.harness import REPO
 
@@ -170,6 +182,5 @@ def test_agent_bad_rank_and_foreign_address(tmp_path):
 
 
 def test_first_step_slack_only_when_derived():
-    from hosts.job import START_SLACK_S, first_step_slack
     assert first_step_slack(parse_job(_doc())) == START_SLACK_S
     assert first_step_slack(parse_job(_doc(deadlines={"step_s": 2.0}))) == 0.0

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from contract.tags import steps_per_iteration
 from hosts import ring
+from tests.harness.ring_model import simulate
 
 
 def test_chunk_bounds_cover_and_balance():
@@ -53,7 +54,7 @@ def test_simulated_ring_is_bit_exact(n, n_elems):
     for it in range(3):
         inputs = [ring.make_input(9, it, r, n_elems) for r in range(n)]
         ref = ring.ring_order_sum(inputs)
-        outs = ring.simulate(inputs)
+        outs = simulate(inputs)
         for out in outs:
             assert np.array_equal(_bits(out), _bits(ref))
         # and it is the sum: close to a float64 sum (float32 rounding only)
@@ -98,7 +99,7 @@ def test_ring_matches_reference_property(n, extra, seed):
     n_elems = n + extra
     inputs = [ring.make_input(seed, 0, r, n_elems) for r in range(n)]
     ref = ring.ring_order_sum(inputs)
-    for out in ring.simulate(inputs):
+    for out in simulate(inputs):
         assert np.array_equal(_bits(out), _bits(ref))
 
 
