@@ -1,40 +1,13 @@
-"""DCQCN rate control, as a pure state machine: no sockets, no clock reads.
-
+"""DCQCN rate control as pure state machines: no sockets, no clock reads.
 Time is float seconds passed in by the caller (the transport passes
-``time.monotonic()``, the tests a virtual clock); rates are bit/s.
+time.monotonic(), the tests a virtual clock); rates are bit/s.
 
-The reaction point (sender side) follows the "Mellanox" mode of the HPCC ns-3
-code (alibaba-edu/High-Precision-Congestion-Control,
-simulation/src/point-to-point/model/rdma-hw.cc: ``cnp_received_mlx``,
-``UpdateAlphaMlx``, ``CheckRateDecreaseMlx``, ``RateIncEventMlx``), which is
-also Astra-Sim's ns-3 backend:
-
-- a CNP only sets two flags.  The first CNP of a flow sets alpha = 1,
-  Rt = Rc = rate_on_first_cnp * Rc, and starts two periodic timers;
-- alpha timer (every ``alpha_period_s``): alpha = (1-g) alpha + g when a CNP
-  came in the period, else alpha = (1-g) alpha;
-- decrease timer (every ``decrease_period_s``), when a CNP came in the
-  period: Rt = Rc (only if ``clamp_target_rate`` or an increase event has
-  happened since the last decrease, as ``m_EcnClampTgtRate`` there),
-  Rc = max(min_rate, Rc (1 - alpha/2)), increase stage = 0, and the increase
-  timer restarts;
-- increase timer (every ``increase_period_s`` after the last decrease), and
-  optionally a byte counter (every ``byte_counter_bytes`` sent, as in the
-  DCQCN paper): stage < F fast recovery Rc = (Rc+Rt)/2; stage == F additive
-  increase Rt += R_AI; stage > F hyper increase Rt += R_HAI; after AI/HAI
-  Rt is capped at line rate and Rc = (Rc+Rt)/2.  With the byte counter on,
-  the stage test uses both counters as the paper does (fast recovery while
-  both are below F, hyper increase once both are above F, else additive).
-
-The issue text's shorter form ("on a CNP: Rt := Rc, Rc := Rc (1-alpha/2),
-alpha := (1-g) alpha + g") is what this does when the periods are short and
-``clamp_target_rate`` is set; with the source's default (no clamp) a train
-of CNPs that keeps the increase stage at 0 keeps Rt at the rate from before
-the train, so fast recovery returns there.
-
-The notification point (receiver side) asks for a CNP for a flow when a
-data packet carries CE and no CNP went to that flow in the last
-``cnp_interval_s`` (NVIDIA's min_time_between_cnps).
+ReactionPoint (the sender) follows the "Mellanox" mode of the HPCC ns-3
+code, which Astra-Sim's ns-3 backend uses too, so runs compare with those
+simulators; NotificationPoint (the receiver) asks for at most one CNP per
+flow per interval.  Presets (PRESET_NAMES): "paper", the published values;
+"emulation", the same dynamics scaled to emulated links; "off", FixedRate.
+docs/hosts.md states the rules, where each value comes from, and the scaling.
 """
 
 from __future__ import annotations
@@ -119,22 +92,9 @@ EMULATION_RTT_S = 1e-3
 
 
 def paper_params(line_rate_bps: float = PAPER_LINE_RATE_BPS) -> DcqcnParams:
-    """The published microsecond-scale values at 40 Gbit/s.
-
-    Timers and g: HPCC's run.py ``dcqcn_paper`` (t_alpha 50 us, t_dec 50 us,
-    t_inc 55 us, g 1/256, CLAMP_TARGET_RATE 0).  F = 5 and RateOnFirstCnp 1.0:
-    rdma-hw.cc defaults (run.py uses F = 1).  R_AI/R_HAI: run.py's 5 and 50
-    Mbit/s per 25 Gbit/s of line rate.  Min rate 100 Mbit/s: rdma-hw.cc
-    default.  CNP interval 50 us: the DCQCN paper's N (NVIDIA's
-    min_time_between_cnps plays that role in NICs).  No byte counter, as in
-    the HPCC code: with the 10 MB counter listed for the paper's setting
-    (sc20anonymous/DCQCN-validation README) hyper increase waits until both
-    counters exceed F, i.e. 60 MB sent; at the low rates after a deep cut that
-    holds recovery in additive increase for seconds (one 20 Mbit/s run, its
-    emulation-scaled 500 kB: ~9.5 s back to line rate, against ~2 s to 90 %
-    without); set ``byte_counter_bytes`` to use one.
-    At another line rate, rates scale with it, timers stay.
-    """
+    """The published microsecond-scale values (HPCC's run.py ``dcqcn_paper``
+    and rdma-hw.cc defaults), no byte counter.  At another line rate than
+    40 Gbit/s, rates scale with it and timers stay."""
     scale = line_rate_bps / PAPER_LINE_RATE_BPS
     return DcqcnParams(
         line_rate_bps=line_rate_bps,
@@ -153,30 +113,12 @@ def paper_params(line_rate_bps: float = PAPER_LINE_RATE_BPS) -> DcqcnParams:
 
 
 def emulation_params(line_rate_bps: float) -> DcqcnParams:
-    """The paper's dynamics scaled to emulated links (10-100 Mbit/s, ms RTTs).
-
-    DCQCN's behaviour is fixed by two dimensionless things: how many RTTs a
-    timer period spans, and what fraction of the line rate a rate step is.
-    Keeping both gives the same trajectory in (RTTs, fraction of line rate):
-
-    - every period (alpha, decrease, increase, CNP interval) is multiplied by
-      EMULATION_RTT_S / PAPER_RTT_S = 1 ms / 10 us = 100 (55 us -> 5.5 ms);
-    - every rate (R_AI, R_HAI) is multiplied by line_rate / 40 Gbit/s, the
-      bandwidth scaling of HPCC's run.py (AI = 5 Mbit/s x bw / 25 Gbit/s);
-    - a byte counter, when one is set, should keep its length in periods:
-      bytes x bandwidth ratio x time ratio (10 MB at 40 Gbit/s -> 500 kB at
-      20 Mbit/s); the preset has none, as the paper preset;
-    - g, F, RateOnFirstCnp and the clamp rule are dimensionless: unchanged.
-
-    What cannot be kept is the number of packets per period: at 20 Mbit/s a
-    5 ms CNP interval spans about 9 full-size packets against about 250 at
-    40 Gbit/s, so marks are sampled more coarsely.  (Scaling time by packet
-    times instead, x ~3000, would give 150 ms periods, longer than a ring
-    step here, and let queues of hundreds of packets build before the first
-    decrease.)  One deliberate deviation: the minimum rate is 1 % of line
-    rate rather than the scaled 0.25 % (50 kbit/s, ~4 packets/s at 20
-    Mbit/s), which would stall a step past the agent's deadlines.
-    """
+    """The paper's dynamics scaled to emulated links (10-100 Mbit/s, ms RTTs):
+    the same number of RTTs per timer period (periods x EMULATION_RTT_S /
+    PAPER_RTT_S) and the same fraction of line rate per rate step (rates x
+    line rate / 40 Gbit/s); g, F, RateOnFirstCnp and the clamp rule stay.
+    The minimum rate is 1 % of line rate, not the scaled 0.25 %, which would
+    stall a step past the agent's deadlines."""
     if not _is_number(line_rate_bps) or line_rate_bps <= 0:
         raise ValueError(f"dcqcn parameter 'line_rate_bps' must be a positive finite number, "
                          f"got {line_rate_bps!r}")

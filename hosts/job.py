@@ -1,11 +1,10 @@
 """The job file: one ring AllReduce job, as every agent of the job reads it.
 
-`load_job(path) -> JobSpec` checks every field and raises `JobError` with a
-one-line message naming the field; `dump_job(spec, path)` writes a file that
-`load_job` reads back to the same spec.  The format is in
-docs/hosts.md (job, data_port, message_bytes, iterations, transport,
-seed, [[ranks]], [udp], [dcqcn], [deadlines], [[straggle]]) plus [faults]
-(receive-side fault injection for tests).
+`parse_job(dict) -> JobSpec` is the one validation of a job: it checks every
+field and raises `JobError` with a one-line message naming the field (the
+agent calls it through `load_job(path)`, experiments when a config is
+checked).  `dump_job(spec, path)` writes a file that `load_job` reads back to
+the same spec.  The format is in docs/hosts.md.
 """
 
 from __future__ import annotations

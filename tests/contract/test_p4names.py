@@ -198,8 +198,8 @@ def test_every_register_touched_once_per_packet_on_t2na():
 
 
 def test_target_choice_in_one_place():
-    """The preprocessor picks the target only in symphony.p4 (DESIGN: no
-    #ifdefs scattered through the controls)."""
+    """The preprocessor picks the target only in symphony.p4: no #ifdefs
+    scattered through the controls."""
     for path in P4.rglob("*.p4"):
         if path.name != "symphony.p4":
             assert "__TARGET_TOFINO__" not in path.read_text(), path
