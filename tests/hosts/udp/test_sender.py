@@ -80,6 +80,18 @@ def _lose_first_sends(sim, victims, step=0, src=0, lost_twice=()):
     return seen
 
 
+def _queue_data_of(sim, step, delay_s):
+    """Data packets of `step` wait `delay_s` in a queue on their way."""
+    inner = sim.push
+
+    def push(dst, kind, pkt, src):
+        late = kind == "d" and wire.parse(pkt, len(pkt)).step == step
+        sim.now += delay_s * late
+        inner(dst, kind, pkt, src)
+        sim.now -= delay_s * late
+    sim.push = push
+
+
 @pytest.mark.parametrize("queue_first", [False, True])
 @pytest.mark.parametrize("victims,lost_twice", [
     (range(15, 18), ()),            # the demo's stall: 3 lost at the tail of a step
@@ -100,14 +112,7 @@ def test_tail_loss_burst_recovered_within_a_few_rtts(victims, lost_twice, queue_
     sim = Sim(n, lambda r, step: size, rate=10e6, delay=0.001)
     seen = _lose_first_sends(sim, set(victims), step=1, lost_twice=set(lost_twice))
     if queue_first:
-        inner = sim.push
-
-        def push(dst, kind, pkt, src):
-            late = kind == "d" and wire.parse(pkt, len(pkt)).step == 0
-            sim.now += 0.3 * late
-            inner(dst, kind, pkt, src)
-            sim.now -= 0.3 * late
-        sim.push = push
+        _queue_data_of(sim, step=0, delay_s=0.3)
     sent = [bytes(range(200)) * 125, bytes(reversed(range(200))) * 125]
     sim.step(0, sent)
     t0 = sim.now
@@ -136,14 +141,7 @@ def test_spurious_timeout_does_not_resend_the_window():
     # resends everything sent before it, into the queue)
     n, size = 2, 25_000
     sim = Sim(n, lambda r, step: size, rate=10e6, delay=0.001)
-    inner = sim.push
-
-    def push(dst, kind, pkt, src):
-        late = kind == "d" and wire.parse(pkt, len(pkt)).step == 1
-        sim.now += 0.1 * late
-        inner(dst, kind, pkt, src)
-        sim.now -= 0.1 * late
-    sim.push = push
+    _queue_data_of(sim, step=1, delay_s=0.1)
     sim.step(0, [bytes(size)] * n)
     sim.step(1, [bytes(size)] * n)
     c = sim.eps[0].counters
