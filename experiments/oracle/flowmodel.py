@@ -35,7 +35,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-from contract.tags import ring_step
+from contract.tags import ring_step, steps_per_iteration
 from hosts import ring
 
 from .inputs import ModelError, ModelInput, RingJob, check
@@ -95,6 +95,7 @@ class _Model:
         self.ranks_left = sum(job.n_ranks for job in mi.jobs)
         self.events = 0
         self.inexact = 0
+        self.shares: dict[tuple, list[float]] = {}     # (paths, low links) -> rates
 
     # --- set-up -------------------------------------------------------------
 
@@ -137,7 +138,7 @@ class _Model:
     # --- the ranks, as the agent runs them ------------------------------------
 
     def spi(self, j: int) -> int:
-        return ring.steps_per_iteration(self.mi.jobs[j].n_ranks)
+        return steps_per_iteration(self.mi.jobs[j].n_ranks)
 
     def _begin_iteration(self, j: int, r: int, step: int, t: float) -> None:
         delay = self.straggle.get((j, r, step // self.spi(j)), 0.0)
@@ -208,24 +209,29 @@ class _Model:
     def _active(self) -> list[_Edge]:
         return [e for edges in self.edges for e in edges if e.sending is not None]
 
-    def _low_links(self, active: list[_Edge]) -> list[list[int]]:
+    def _low_links(self, active: list[_Edge]) -> tuple[tuple[int, ...], ...]:
         """Per active flow, the links where its switch would mark it."""
         frontier = {key: min(e.step for e in edges) for key, edges in self.crossing.items()}
-        low = []
-        for e in active:
-            low.append([link for link in e.links if self.switch_of[link] is not None
-                        and e.step - frontier[(self.switch_of[link], e.job)] > self.threshold])
-        return low
+        return tuple(tuple(link for link in e.links if self.switch_of[link] is not None
+                           and e.step - frontier[(self.switch_of[link], e.job)] > self.threshold)
+                     for e in active)
 
     def _share(self, active: list[_Edge]) -> None:
-        caps = [max(0.0, c - x) for c, x in zip(self.cap, self.cross, strict=True)]
-        paths = [e.links for e in active]
-        if self.symphony:
-            rates, exact = priority_max_min(caps, paths, self._low_links(active))
-            self.inexact += not exact
-        else:
-            rates = max_min(caps, paths)
-        for e, rate in zip(active, rates, strict=True):
+        paths = tuple(e.links for e in active)
+        low = self._low_links(active) if self.symphony else None
+        # the shares depend only on the paths, their classes and the
+        # capacities (the cache is emptied when those change): a ring goes
+        # through the same few situations again and again
+        key = (paths, low)
+        if key not in self.shares:
+            caps = [max(0.0, c - x) for c, x in zip(self.cap, self.cross, strict=True)]
+            if low is not None:
+                rates, exact = priority_max_min(caps, paths, low)
+                self.inexact += not exact
+            else:
+                rates = max_min(caps, paths)
+            self.shares[key] = rates
+        for e, rate in zip(active, self.shares[key], strict=True):
             e.rate = rate
 
     # --- the event loop -------------------------------------------------------
@@ -234,10 +240,12 @@ class _Model:
         if kind == "cap":
             link, rate = args
             self.cap[link] = rate
+            self.shares.clear()
         elif kind == "cross":
             links, rate = args
             for link in links:
                 self.cross[link] += rate
+            self.shares.clear()
         elif kind == "wake":
             self._start_step(*args, self.t)
         elif kind == "arrive":

@@ -73,7 +73,7 @@ class ModelResult:
     transfers: tuple[Transfer, ...]
     end_s: float                    # last step end of all jobs
     events: int                     # instants at which rates were recomputed
-    inexact_shares: int             # of them, where the priority rule fell back to the blocking fill
+    inexact_shares: int             # sharing computations where the priority rule kept the blocking fill
 
 
 def cct_per_iteration(steps: Iterable[StepRecord], iterations: int) -> tuple[float, ...]:
