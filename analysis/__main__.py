@@ -9,6 +9,8 @@ import warnings
 from pathlib import Path
 
 from analysis.records import RecordWarning
+from analysis.report import write_report
+from analysis.synthetic import demo_experiment
 
 
 def _one_line_warnings() -> None:
@@ -33,12 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     _one_line_warnings()
 
     if args.command == "synth":
-        from analysis.synthetic import demo_experiment
         for d in demo_experiment(args.out_dir, repeats=args.repeats):
             print(d)
         return 0
 
-    from analysis.report import write_report
     try:
         report = write_report(args.run_dirs, args.out)
     except (ValueError, OSError) as exc:

@@ -24,7 +24,10 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
+from itertools import pairwise
 from typing import Any
+
+from contract.tags import steps_per_iteration
 
 Event = dict[str, Any]
 Curve = list[tuple[int, int]]  # (t_ns, value from t on)
@@ -45,10 +48,6 @@ def ranks_of(events: Iterable[Event]) -> list[int]:
 
 def _of_kind(events: Iterable[Event], kind: str) -> list[Event]:
     return [e for e in events if e["kind"] == kind]
-
-
-def steps_per_iteration(n_ranks: int) -> int:
-    return 2 * (n_ranks - 1)
 
 
 # ---------------------------------------------------------------- CCT
@@ -161,7 +160,7 @@ def curve_stats(curve: Curve, t_from: int | None = None, t_to: int | None = None
     area = 0.0
     misaligned = 0
     peak = None
-    for (t, v), (t_next, _) in zip(curve, curve[1:]):
+    for (t, v), (t_next, _) in pairwise(curve):
         a, b = max(t, lo), min(t_next, hi)
         if b <= a:
             continue

@@ -99,7 +99,7 @@ def plot_timeline(panels: Sequence[dict[str, Any]], path: Path) -> Path:
                              figsize=(11, max(3.0, height)),
                              gridspec_kw={"height_ratios": [r + 2 for r in rows_per_panel]})
     jitter_drawn = False
-    for ax, panel in zip(axes[:, 0], panels):
+    for ax, panel in zip(axes[:, 0], panels, strict=True):
         t0 = panel["t0"]
         segs = _step_segments(panel["events"], t0)
         rows = timeline_rows(panel["events"])
@@ -160,7 +160,7 @@ def plot_misalignment(series: dict[str, list[dict[str, Any]]], path: Path) -> Pa
     fig, axes = plt.subplots(len(variants), 1, sharex=True, sharey=True, squeeze=False,
                              figsize=(11, 1.0 + 2.2 * len(variants)))
     peak = 1
-    for i, (ax, variant) in enumerate(zip(axes[:, 0], variants)):
+    for ax, variant in zip(axes[:, 0], variants, strict=True):
         cmap = plt.get_cmap("tab10")
         for j, s in enumerate(series[variant]):
             curve = s["curve"]
@@ -193,7 +193,7 @@ def plot_cct(samples: dict[str, list[float]], path: Path) -> Path:
         box = ax.boxplot(data, patch_artist=True, widths=0.5, showmeans=True,
                          meanprops={"marker": "D", "markerfacecolor": "white", "markeredgecolor": "black"})
         ax.set_xticks(range(1, len(variants) + 1), [f"{v}\n(n={len(samples[v])})" for v in variants])
-        for i, (patch, v) in enumerate(zip(box["boxes"], variants)):
+        for i, (patch, v) in enumerate(zip(box["boxes"], variants, strict=True)):
             patch.set_facecolor(variant_colour(v, i))
             patch.set_alpha(0.35)
             n = len(samples[v])
@@ -219,7 +219,7 @@ def plot_rates(panels: Sequence[dict[str, Any]], path: Path) -> Path:
     "link_rate_bps" or None, "t_end_s"}."""
     fig, axes = plt.subplots(len(panels), 1, sharex=True, sharey=True, squeeze=False,
                              figsize=(11, 1.0 + 2.6 * len(panels)))
-    for ax, panel in zip(axes[:, 0], panels):
+    for ax, panel in zip(axes[:, 0], panels, strict=True):
         traces = panel["traces"]
         cmap = plt.get_cmap("tab10" if len(traces) <= 10 else "tab20")
         lane = min(0.045, 0.25 / max(1, len(traces)))  # CNP tick lanes stay in the bottom quarter
@@ -263,7 +263,7 @@ def plot_marks(marks: dict[str, dict[str, dict[str, tuple[float, float]]]], path
     switches = sorted({sw for v in variants for sw in marks[v]})
     fig, axes = plt.subplots(1, 2, sharey=True, figsize=(max(8, 2.5 + 1.4 * len(switches) * 2), 4))
     width = 0.8 / max(1, len(variants))
-    for ax, cause in zip(axes, causes):
+    for ax, cause in zip(axes, causes, strict=True):
         for i, v in enumerate(variants):
             xs = [s + (i - (len(variants) - 1) / 2) * width for s in range(len(switches))]
             means = [marks[v].get(sw, {}).get(cause, (0.0, 0.0))[0] for sw in switches]

@@ -1,4 +1,4 @@
-"""Readers for a run directory (DESIGN.md, "Records").
+"""Readers for a run directory (its layout: experiments/README.md, "Run directory").
 
 Everything here is I/O at the edge: it turns files into plain Python values
 (lists of event dicts, dicts of counters) and never computes a metric.  Bad
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import tomllib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,11 +36,6 @@ from typing import Any
 
 from analysis.metrics import attach_link_ranks, place_compute_jitter
 from contract.events import SchemaError, validate
-
-try:  # Python 3.11+
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
-    import tomli as tomllib  # type: ignore[no-redef]
 
 ABS_NS_MIN = 10**15      # a time above this is ns since the epoch (year 2001+)
 EPOCH_S_MAX = 10**12     # a t0 below this is seconds since the epoch

@@ -346,8 +346,9 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
               "(first `step_start` to last `step_end`), averaged over ranks and iterations; the link rate "
               "comes from config.toml's topology (`-` when it names none).", ""]
     captions = {
-        "timeline": "Per-step timeline: a row per rank (per job and rank when there are several jobs), a bar per ring step (blue reduce-scatter, orange "
-                    "all-gather), jitter windows shaded red; the variants of one repeat share the time axis.",
+        "timeline": "Per-step timeline: a row per rank (per job and rank when there are several jobs), "
+                    "a bar per ring step (blue reduce-scatter, orange all-gather), jitter windows shaded red; "
+                    "the variants of one repeat share the time axis.",
         "misalignment": "Misalignment over time (newest minus oldest current step across ranks), ok runs.",
         "cct": "CCT distribution per variant (box: quartiles, diamond: mean, dots: iterations).",
         "rates": "DCQCN current rate Rc per ring flow; ticks under each panel are the CNPs its sender received.",
@@ -407,13 +408,6 @@ def _check_dirs(run_dirs: Iterable[str | Path]) -> list[Path]:
         if not d.is_dir():
             raise ValueError(f"not a directory: {d}")
     return dirs
-
-
-def summarise_dirs(run_dirs: Iterable[str | Path]) -> dict[str, Any]:
-    """The summary table's figures (per variant: CCT mean/std, cct_change_pct,
-    ...) without writing anything: for the runner's summary.json, so that
-    CCT is computed in one place."""
-    return summarise([analyse_run(load_run(d)) for d in _check_dirs(run_dirs)])
 
 
 def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = None) -> Path:

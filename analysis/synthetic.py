@@ -15,7 +15,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 from contract.events import EventLog
+from contract.tags import steps_per_iteration
 
 T0_NS = 1_700_000_000 * 10**9  # an arbitrary CLOCK_REALTIME start
 
@@ -33,7 +36,7 @@ def ring_times(n: int, iterations: int, step_s: float, *, t0_ns: int = T0_NS,
     straggle: (rank, iter) -> seconds that rank starts that iteration late.
     gap_s: pause of every rank between iterations."""
     straggle = straggle or {}
-    n_steps = 2 * (n - 1)
+    n_steps = steps_per_iteration(n)
     times: Times = {}
     ready = {r: t0_ns for r in range(n)}  # when each rank may start its next step
     for it in range(iterations):
@@ -54,30 +57,20 @@ def ring_times(n: int, iterations: int, step_s: float, *, t0_ns: int = T0_NS,
     return times
 
 
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return json.dumps(v)
-    return repr(v)
-
-
 def config_text(host_rate_mbit: float | None = 20.0, n: int = 4, job: int = 1,
                 jobs: dict[int, int] | None = None) -> str:
     """A resolved config in the runner's shape: the topology and each job's
     hosts in ring order.  One job: rank r on host h<r+1>; ``jobs`` (job id ->
     ranks): the jobs take consecutive hosts in id order."""
     jobs = jobs or {job: n}
-    total = sum(jobs.values())
-    lines = ["[topology]", 'kind = "star"', f"hosts = {total}"]
+    topology: dict[str, Any] = {"kind": "star", "hosts": sum(jobs.values())}
     if host_rate_mbit is not None:
-        lines.append(f"host_rate_mbit = {_toml_value(host_rate_mbit)}")
-    first = 1
+        topology["host_rate_mbit"] = host_rate_mbit
+    tables, first = [], 1
     for j, ranks in sorted(jobs.items()):
-        hosts = ", ".join(f'"h{first + r}"' for r in range(ranks))
-        lines += ["", "[[jobs]]", f"job = {j}", f"ranks = {ranks}", f"hosts = [{hosts}]"]
+        tables.append({"job": j, "ranks": ranks, "hosts": [f"h{first + r}" for r in range(ranks)]})
         first += ranks
-    return "\n".join(lines) + "\n"
+    return tomli_w.dumps({"topology": topology, "jobs": tables})
 
 
 def _write_agents(log_dir: Path, times: Times, job: int, chunk_bytes: int,
@@ -87,7 +80,7 @@ def _write_agents(log_dir: Path, times: Times, job: int, chunk_bytes: int,
     log_dir.mkdir(parents=True, exist_ok=True)
     ranks = sorted({r for r, _, _ in times})
     n = len(ranks)
-    n_steps = 2 * (n - 1)
+    n_steps = steps_per_iteration(n)
     iters = sorted({i for _, i, _ in times})
     for r in ranks:
         rows: list[tuple[int, str, int, int, dict[str, Any]]] = []

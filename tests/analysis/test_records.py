@@ -1,11 +1,16 @@
 """Reading run directories: cut lines, bad lines, jitter time forms, missing parts."""
 
 import json
+import warnings
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from analysis.records import RecordWarning, load_run, normalise_jitter, read_jsonl
+from analysis.report import analyse_run
 from analysis.synthetic import T0_NS, ring_times, write_run
+from contract.events import KINDS
 
 
 def test_cut_last_line_is_skipped_with_a_warning_naming_file_and_line(tmp_path):
@@ -133,12 +138,6 @@ def test_non_finite_numbers_are_skipped(tmp_path, value):
 
 # ---- hostile records: whatever the files hold, reading and the metrics never raise
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from analysis.report import analyse_run  # noqa: E402
-from contract.events import KINDS  # noqa: E402
-
 _value = st.one_of(st.integers(-3, 40), st.floats(allow_nan=True), st.text(max_size=3), st.booleans(), st.none())
 _event = st.fixed_dictionaries(
     {"t": st.integers(1, 60), "kind": st.sampled_from(KINDS), "job": st.integers(0, 2),
@@ -161,7 +160,6 @@ def test_any_records_are_read_and_measured_without_an_exception(tmp_path, events
         f.write(tail)
     (run_dir / "switches").mkdir(exist_ok=True)
     (run_dir / "switches" / "s1.json").write_bytes(b'{"counters": {"sym_marks": [1, "x", null, [2, 3]]}}')
-    import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = analyse_run(load_run(run_dir))
