@@ -24,14 +24,13 @@ from pathlib import Path
 
 from hosts import ring
 from hosts.job import JobSpec, RankSpec, dump_job
+from topologies.network.lab import Lab
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run_once(rate_mbit: float, n: int, message_bytes: int, iterations: int, pacing: bool,
              work: Path) -> dict:
-    from topologies.network.lab import Lab  # here: it needs root to be useful
-
     work.mkdir(parents=True, exist_ok=True)
     with Lab(n, rate_mbit=rate_mbit) as lab:
         spec = JobSpec(job=1, data_port=5000, message_bytes=message_bytes,

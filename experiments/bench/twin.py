@@ -19,6 +19,11 @@ import sys
 import tempfile
 import time
 
+from contract.tags import tag_port
+from topologies.network.lab import Lab
+from topologies.switch import program as S
+from topologies.switch.twin.client import TwinClient
+
 SENDER = r"""
 import socket, sys, time
 dst, sport, size, duration = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
@@ -56,11 +61,6 @@ def cpu_seconds(pid: int) -> float:
 
 
 def run(duration: float, size: int) -> dict:
-    from contract.tags import tag_port
-    from topologies.network.lab import Lab
-    from topologies.switch import program as S
-    from topologies.switch.twin.client import TwinClient
-
     lab = Lab(2, bridge=False)
     proc = None
     tmp = tempfile.mkdtemp(prefix="symtwinbench")
