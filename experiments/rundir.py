@@ -1,14 +1,7 @@
-"""Run directories (DESIGN.md, "Records"): made once, never overwritten.
-
-    results/<experiment>/<stamp>-<variant>-rep<k>/
-        config.toml   the resolved config, plus [run] (variant, repeat, seed, target)
-        meta.json     target, versions, kernel, seed, wall time, status, reason
-        jobs/         the job files the agents read
-        agents/       rank<r>.jsonl (records), rank<r>.log (the agents' stdout/stderr)
-        switches/     <name>.json, counters and registers at the end
-        jitter.jsonl  the schedule, written before it is applied
-        jitter_applied.jsonl  what the injector did, when (ns, CLOCK_REALTIME)
-"""
+"""Run directories, made once and never overwritten (a numeric suffix keeps
+two runs of one second apart), and what goes into them: the resolved config,
+meta.json written atomically, the versions of what ran.  Their layout:
+experiments/README.md, "Run directory"."""
 
 from __future__ import annotations
 
@@ -23,9 +16,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from experiments.tomlout import dumps
+import mininet.net
+import tomli_w
 
-STATUSES = ("running", "ok", "failed", "interrupted")
+from experiments.config import ExperimentSpec
 
 
 def stamp(now: dt.datetime | None = None) -> str:
@@ -55,10 +49,9 @@ def write_json(path: Path, value: Any) -> None:
     os.replace(tmp, path)
 
 
-def write_config(run_dir: Path, cfg: dict, run: dict) -> None:
-    data = {k: v for k, v in cfg.items() if k != "sweep"}
-    data["run"] = run
-    (run_dir / "config.toml").write_text(dumps(data), encoding="utf-8")
+def write_config(run_dir: Path, spec: ExperimentSpec, run: dict) -> None:
+    """config.toml: the resolved config plus [run] (analysis reads it)."""
+    (run_dir / "config.toml").write_text(tomli_w.dumps({**spec.as_dict(), "run": run}), encoding="utf-8")
 
 
 def _version(dist: str) -> str | None:
@@ -95,18 +88,12 @@ def _tool_version(prog: str, flag: str = "--version") -> str | None:
 
 def versions(repo: Path) -> dict[str, Any]:
     """What ran: computed once per runner invocation."""
-    mininet = None
-    try:
-        import mininet.net  # noqa: PLC0415
-        mininet = getattr(mininet.net, "VERSION", None)
-    except ImportError:
-        pass
     return {
         "symphony_testbed": _version("symphony-testbed"),
         "git_commit": _git_commit(repo),
         "python": sys.version.split()[0],
         "numpy": _version("numpy"),
-        "mininet": mininet,
+        "mininet": getattr(mininet.net, "VERSION", None),
         "simple_switch": _tool_version("simple_switch"),
         "p4c": _tool_version("p4c"),
         "iproute2": _tool_version("ip", "-V"),

@@ -1,17 +1,13 @@
-"""The jitter injector: performs the schedule's actions on a timeline,
-against a network object (topologies.network.testbed.TestbedNetwork or a fake with
-the same methods).
+"""The jitter injector: performs the schedule's actions
+(``experiments.jitter.schedule.actions``, pure) when they are due, against a
+network object (TestbedNetwork or a fake with the same methods).
 
-The actions are computed by ``experiments.jitter.schedule.actions`` (pure); this
-class only performs those that are due when ``tick()`` is called, so the
-runner drives it from its supervision loop and the tests drive it with a
-virtual clock.  Each performed action is appended to ``jitter_applied.jsonl``
-with its wall-clock time (ns, CLOCK_REALTIME, like the agents' records).
-
-Network methods used: ``set_link_rate(link, rate_mbit)``; ``popen(host,
-args, ...)`` for cross traffic; ``set_link_netem(link, delay_ms, jitter_ms,
-loss_pct)`` only where netem exists (see ``netem_support``); delay None
-puts the link's configured delay back.
+It acts only in ``tick()``, so the runner drives it from its supervision loop
+and the tests drive it with a virtual clock.  Each action performed is
+appended to jitter_applied.jsonl with its wall-clock time (ns, CLOCK_REALTIME,
+like the agents' records).  Network methods used: ``set_link_rate``,
+``popen`` (cross traffic) and, where netem exists (``netem_support``),
+``set_link_netem``, whose delay None puts the link's own delay back.
 """
 
 from __future__ import annotations
@@ -26,37 +22,21 @@ from pathlib import Path
 from typing import Any
 
 from contract.events import now_ns
+from experiments.jitter.schedule import NO_NETEM, to_jsonl
 from experiments.jitter.schedule import actions as plan_actions
-from experiments.jitter.schedule import to_jsonl
-from topologies.network.names import PREFIX, new_lab_id
+from topologies.network.links import netem_available
 
 
 class InjectorError(RuntimeError):
     """A jitter action could not be performed (the run is then failed)."""
 
 
-def kernel_has_netem() -> bool:
-    """Try a netem qdisc on the loopback of a throwaway namespace (never on
-    a real interface).  Needs root; False when anything fails."""
-    ns = f"{PREFIX}-{new_lab_id()}-netemprobe"
-    try:
-        if subprocess.run(["ip", "netns", "add", ns], capture_output=True).returncode:
-            return False
-        r = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root",
-                            "netem", "delay", "1ms"], capture_output=True)
-        return r.returncode == 0
-    except OSError:
-        return False
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-
-
-def netem_support(net: Any, probe: Callable[[], bool] = kernel_has_netem) -> tuple[bool, str]:
+def netem_support(net: Any, probe: Callable[[], bool] = netem_available) -> tuple[bool, str]:
     """(usable, why not) for netem jitter on this machine and network."""
     if not hasattr(net, "set_link_netem"):
         return False, "the network has no netem control (set_link_netem)"
     if not probe():
-        return False, "no sch_netem on this kernel"
+        return False, NO_NETEM
     return True, ""
 
 

@@ -1,27 +1,12 @@
 """The seeded jitter schedule (pure: no I/O, no clock).
 
-``make_schedule(cfg, topo, repeat)`` turns the config's ``[[jitter]]``
-entries into concrete events: every range drawn from a generator seeded by
-(config seed, repeat, entry index), every target resolved to a link or a host
-of the topology.  Same seed and repeat -> the same events, byte for byte, so
-the baseline and the Symphony run of one repeat see the same jitter; the
-runner writes them to ``jitter.jsonl`` before the first is applied.
-
-Kinds (DESIGN.md, "Jitter"):
-- ``rate``: a link's rate squeezed to ``fraction`` of its rate (or to
-  ``rate_mbit``) from ``start_s`` to ``start_s + duration_s``;
-- ``netem``: delay, jitter and loss on a link for a period.  This kernel may
-  lack sch_netem; ``apply_fallbacks`` then turns each netem event into a rate
-  squeeze to ``fallback_fraction`` of the link's rate for the same period and
-  says so in the event (``applied_as``, ``fallback``);
-- ``cross``: a UDP blaster from host ``src`` to host ``dst`` at ``rate_mbit``
-  for a period (its packets share every link on that path);
-- ``compute``: rank ``rank`` of a job starts iteration ``iter`` ``delay_s``
-  late (the job file's ``[[straggle]]`` entries).
-
-Times are seconds after the agents were started (t0 of the run).  Where
-several rate changes overlap on one link, the lowest rate holds
-(``rate_changes``).
+``make_schedule(spec, repeat)`` turns the spec's [[jitter]] entries into
+concrete events: every range drawn from a generator seeded by (config seed,
+repeat, entry index), every target resolved to a link or a host of the
+topology.  Same seed and repeat -> the same events, byte for byte, so the
+baseline and the Symphony run of one repeat see the same jitter.  Times are
+seconds after t0 of the run (every agent up); where rate changes overlap on a
+link, the lowest rate holds.  The kinds: experiments/README.md, "Config".
 """
 
 from __future__ import annotations
@@ -31,8 +16,11 @@ import json
 import random
 from typing import Any
 
-from topologies.spec.topo import FABRIC_LINK, HOST_LINK, TopoSpec, route
+from experiments.config import ExperimentSpec
+from topologies.spec.routes import path_links
+from topologies.spec.topo import FABRIC_LINK, HOST_LINK, TopoSpec
 
+NO_NETEM = "no sch_netem on this kernel"
 NETEM_FALLBACK = ("{why}: netem delay/jitter/loss on {link} applied as a rate "
                   "squeeze to {fraction:g} of its rate ({rate:g} Mbit/s) for the same period")
 
@@ -71,15 +59,12 @@ def _link_rate(topo: TopoSpec, link: str) -> float:
     return float(rate)
 
 
-def _job(cfg: dict, job_id: int) -> dict:
-    return next(j for j in cfg["jobs"] if j["job"] == job_id)
-
-
-def _target_link(entry: dict, cfg: dict, topo: TopoSpec, u: float) -> str:
+def _target_link(entry: dict, spec: ExperimentSpec, u: float) -> str:
+    topo = spec.topo
     if "link" in entry:
         return entry["link"]
     if "host" in entry or "rank" in entry:
-        host = entry.get("host") or _job(cfg, entry["job"])["hosts"][entry["rank"]]
+        host = entry.get("host") or spec.job(entry["job"]).hosts[entry["rank"]]
         (_, _, link), = topo.ports(host).values()
         return link.name
     classes = {"access": (HOST_LINK,), "fabric": (FABRIC_LINK,), "any": (HOST_LINK, FABRIC_LINK)}
@@ -89,39 +74,31 @@ def _target_link(entry: dict, cfg: dict, topo: TopoSpec, u: float) -> str:
     return cands[min(int(u * len(cands)), len(cands) - 1)]
 
 
-def path_links(topo: TopoSpec, src: str, dst: str) -> list[str]:
-    """Links a packet from host src to host dst crosses, in order."""
-    hops = route(topo, src, dst)
-    links = [topo.ports(src)[0][2].name]
-    for hop in hops:
-        links.append(topo.ports(hop.switch)[hop.out_port][2].name)
-    return links
-
-
-def make_schedule(cfg: dict, topo: TopoSpec, repeat: int) -> list[dict]:
+def make_schedule(spec: ExperimentSpec, repeat: int) -> list[dict]:
     """The concrete jitter events of one repeat, sorted by start (compute
     events, which have no start, first)."""
     events: list[dict] = []
-    for index, entry in enumerate(cfg["jitter"]):
-        rng = _rng(cfg["seed"], repeat, index)
+    for index, entry in enumerate(spec.jitter):
+        rng = _rng(spec.seed, repeat, index)
         for occ in range(entry["count"]):
-            events.append(_event(entry, index, occ, rng, cfg, topo))
+            events.append(_event(entry, index, occ, rng, spec))
     events.sort(key=lambda e: (e["start_s"] if e["start_s"] is not None else -1.0, e["entry"], e["occurrence"]))
     for i, ev in enumerate(events):
         ev["id"] = i
     return events
 
 
-def _event(entry: dict, index: int, occ: int, rng: random.Random, cfg: dict, topo: TopoSpec) -> dict:
+def _event(entry: dict, index: int, occ: int, rng: random.Random, spec: ExperimentSpec) -> dict:
+    topo = spec.topo
     kind = entry["kind"]
     ev: dict[str, Any] = {"id": None, "entry": index, "occurrence": occ, "kind": kind,
                           "link": None, "start_s": None, "end_s": None}
     if kind == "compute":
-        job = _job(cfg, entry["job"])
-        rank = _draw_int(rng, entry["rank"], job["ranks"])
+        job = spec.job(entry["job"])
+        rank = _draw_int(rng, entry["rank"], job.ranks)
         it = _draw_int(rng, entry["iter"])
         delay = _draw(rng, entry["delay_s"])
-        ev.update(job=job["job"], rank=rank, host=job["hosts"][rank],
+        ev.update(job=job.job, rank=rank, host=job.hosts[rank],
                   params={"iter": it, "delay_s": delay}, applied_as="compute")
         return ev
     start = _draw(rng, entry["start_s"])
@@ -145,7 +122,7 @@ def _event(entry: dict, index: int, occ: int, rng: random.Random, cfg: dict, top
     else:  # netem
         for key in ("delay_ms", "jitter_ms", "loss_pct"):
             magnitude[key] = _draw(rng, entry[key])
-    link = _target_link(entry, cfg, topo, rng.random())
+    link = _target_link(entry, spec, rng.random())
     base = _link_rate(topo, link) if kind == "rate" or "fallback_fraction" in entry else None
     ev["link"] = link
     if kind == "rate":
@@ -159,7 +136,7 @@ def _event(entry: dict, index: int, occ: int, rng: random.Random, cfg: dict, top
 
 
 def apply_fallbacks(events: list[dict], netem_ok: bool,
-                    why: str = "no sch_netem on this kernel") -> tuple[list[dict], list[str]]:
+                    why: str = NO_NETEM) -> tuple[list[dict], list[str]]:
     """Events as they will be applied on this machine, and one line per
     fallback taken (the runner prints them)."""
     out, notes = [], []

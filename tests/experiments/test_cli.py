@@ -1,38 +1,149 @@
-"""`python3 -m topologies CONFIG [--cli]`: bad input exits 2 with one line; a
-network comes up, and Ctrl-C (or `exit` in the CLI) leaves nothing."""
+"""python3 -m experiments run | check | net: bad input exits 2 with one line;
+a sweep runs every point; `net` builds the network a run would build (a TCP
+job in TCP mode), comes up, and Ctrl-C (or `exit` in the CLI) leaves nothing."""
 
+import argparse
 import json
 import signal
 import subprocess
 import sys
 import time
+import tomllib
 
 import pytest
 
+from experiments import cli
+from experiments import config as C
+from experiments import plan as P
+from experiments import runner as RN
 from tests.harness import REPO
-from topologies.network.lab import list_links
 from topologies.network.names import PREFIX
+from topologies.network.shell import list_links
+from topologies.switch.targets import bmv2_available
+
+JOB = "[[jobs]]\nranks = 2\nmessage_bytes = 4000\niterations = 1\n"
 
 
-def run(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "topologies", *args], cwd=REPO, capture_output=True,
+def experiments(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "experiments", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=60, **kw)
 
 
+def test_cli_bad_config_exits_2_with_one_line(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[topology]\nkind = "ring"\nhosts = 4\nhost_rate_mbit = 10\n'
+                   '[[jobs]]\nranks = 4\nmessage_bytes = 400\niterations = 1\n')
+    r = experiments("run", str(bad))
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "config error: topology.kind: unknown topology 'ring' (known: star, leafspine, dumbbell)"]
+    bad.write_text('[topology]\nkind = "star"\nhosts = 4\nhost_rate_mbit = 10\n[[jobs]]\nranks = 4\n')
+    r = experiments("run", str(bad))
+    assert r.returncode == 2 and r.stderr.strip() == "config error: jobs[0].message_bytes: missing required key"
+    bad.write_text('[topology]\nkind = "star"\nhosts = "four"\n')
+    r = experiments("run", str(bad))
+    assert r.returncode == 2 and r.stderr.strip().startswith("config error: topology.hosts: expected an integer")
+
+
+def test_check_prints_the_resolved_config_and_refuses_a_job_no_run_could_start(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('[topology]\nkind = "star"\nhosts = 2\nhost_rate_mbit = 10\n' + JOB)
+    r = experiments("check", str(path))
+    assert r.returncode == 0, r.stderr
+    assert tomllib.loads(r.stdout) == C.load(path).as_dict()
+    # a field only the job file's loader (hosts.job) knows to refuse
+    path.write_text('[topology]\nkind = "star"\nhosts = 2\nhost_rate_mbit = 10\n' + JOB + "[jobs.udp]\nmtu = 1\n")
+    r = experiments("check", str(path))
+    assert r.returncode == 2 and r.stderr.startswith("config error: jobs[0].udp.mtu:"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_sweep_through_the_cli_loop(tmp_path, monkeypatch, capsys, fake_net):
+    """--sweep: every point in its own directory, a sweep table at the end."""
+    raw = {
+        "name": "sw", "seed": 2, "repeats": 1,
+        "topology": {"kind": "star", "hosts": 4, "host_rate_mbit": 10},
+        "jobs": [{"ranks": 4, "message_bytes": 4000, "iterations": 1}],
+        "jitter": [{"kind": "rate", "rank": 1, "start_s": 0.0, "duration_s": 0.1, "fraction": 0.5}],
+        "sweep": {"jitter.0.fraction": [0.25, 0.5], "symphony.threshold": [0, 2]},
+    }
+    points = C.sweep_points(raw)
+    monkeypatch.setattr(RN.Runner, "_network",
+                        lambda self, plan, run_dir: fake_net(plan=plan, run_dir=run_dir, target=self.target))
+    monkeypatch.setattr(RN.Runner, "_netem", lambda self: False)
+    args = argparse.Namespace(out=tmp_path, fail_fast=False, no_report=True, target="soft")
+    code = cli.run_points(args, points)
+    assert code == 0
+    assert sorted(p.name for p in (tmp_path / "sw").iterdir() if p.is_dir()) == [
+        "fraction0.25_threshold0", "fraction0.25_threshold2", "fraction0.5_threshold0", "fraction0.5_threshold2"]
+    for point in ("fraction0.25_threshold0", "fraction0.5_threshold2"):
+        runs = [p for p in (tmp_path / "sw" / point).iterdir() if p.is_dir()]
+        assert len(runs) == 2
+        s = json.loads((tmp_path / "sw" / point / "summary.json").read_text())
+        assert s["sweep_point"]["symphony.threshold"] in (0, 2)
+    (table,) = list((tmp_path / "sw").glob("*-sweep.json"))
+    rows = json.loads(table.read_text())["points"]
+    assert len(rows) == 4 and all(isinstance(r["cct_change_pct"], float) for r in rows)
+    # the swept value reached the run: the jitter schedule of that point
+    sched = [json.loads(x) for x in next((tmp_path / "sw" / "fraction0.25_threshold0").glob("*baseline*"))
+             .joinpath("jitter.jsonl").read_text().splitlines()]
+    assert sched[0]["params"]["fraction"] == 0.25
+    assert "change" in capsys.readouterr().out
+    assert sorted({n.plan.symphony.threshold for n in fake_net.instances}) == [0, 2]
+
+
+@pytest.mark.root
+def test_cli_unavailable_target_exits_2_with_one_line():
+    if bmv2_available():
+        pytest.skip("BMv2 is installed here")
+    r = experiments("run", "experiments/configs/ci4.toml", "--target", "bmv2")
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("--target bmv2:") and "--target soft" in lines[0]
+
+
+# --- python3 -m experiments net ---------------------------------------------------
+
 @pytest.mark.parametrize("text, message", [
-    (None, "no such config file"),
-    ("[topology\n", "bad TOML"),
-    ("[jobs]\nranks = 2\n", "missing [topology] table"),
+    (None, "cannot read"),
+    ("[topology\n", "not valid TOML"),
+    ("[[jobs]]\nranks = 2\n", "topology: missing required key"),
     ('[topology]\nkind = "ring"\nhosts = 2\n', "topology.kind"),
-    ('[topology]\nkind = "star"\nhosts = 2\n[[jobs]]\nranks = 3\n', "jobs[0].ranks"),
+    ('[topology]\nkind = "star"\nhosts = 2\nhost_rate_mbit = 10\n[[jobs]]\nranks = 3\n'
+     'message_bytes = 4000\niterations = 1\n', "jobs[0].ranks"),
 ])
 def test_bad_config_exits_2_with_one_line(tmp_path, text, message):
     path = tmp_path / "c.toml"
     if text is not None:
         path.write_text(text)
-    r = run(str(path), "--target", "soft")
+    r = experiments("net", str(path), "--target", "soft")
     assert r.returncode == 2
     assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+class Recorded(Exception):
+    pass
+
+
+def test_net_installs_a_tcp_job_in_tcp_mode(tmp_path, monkeypatch):
+    """`net` resolves the config as `run` does: the network's jobs carry
+    their transport (the old `python3 -m topologies` dropped it, so a TCP
+    job's flows were installed in UDP mode)."""
+    path = tmp_path / "c.toml"
+    path.write_text('[topology]\nkind = "star"\nhosts = 2\nhost_rate_mbit = 10\n' + JOB + 'transport = "tcp"\n')
+    built = []
+
+    def network(topo, jobs, **kw):
+        built.append((topo, jobs, kw))
+        raise Recorded
+
+    monkeypatch.setattr(P, "TestbedNetwork", network)
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 0)
+    with pytest.raises(Recorded):
+        cli.main(["net", str(path), "--target", "soft", "--baseline"])
+    (topo, jobs, kw), = built
+    assert [j.transport for j in jobs] == ["tcp"] and [j.hosts for j in jobs] == [("h1", "h2")]
+    assert kw["symphony"].enabled is False
 
 
 def net_id_from(stdout) -> str:
@@ -48,8 +159,8 @@ def net_id_from(stdout) -> str:
 @pytest.mark.root
 def test_network_up_then_ctrl_c(tmp_path):
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[topology]\nkind = "dumbbell"\nhosts = 2\nhost_rate_mbit = 10\n[[jobs]]\nranks = 2\n')
-    proc = subprocess.Popen([sys.executable, "-m", "topologies", str(cfg), "--target", "soft",
+    cfg.write_text('[topology]\nkind = "dumbbell"\nhosts = 2\nhost_rate_mbit = 10\n' + JOB)
+    proc = subprocess.Popen([sys.executable, "-m", "experiments", "net", str(cfg), "--target", "soft",
                              "--run-dir", str(tmp_path / "run")], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     net_id = net_id_from(proc.stdout)
@@ -64,7 +175,8 @@ def test_network_up_then_ctrl_c(tmp_path):
 @pytest.mark.root
 def test_cli_pingall_then_exit(tmp_path):
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[topology]\nkind = "star"\nhosts = 3\n')
-    r = run(str(cfg), "--cli", "--target", "soft", "--run-dir", str(tmp_path / "run"), input="pingall\nexit\n")
+    cfg.write_text('[topology]\nkind = "star"\nhosts = 3\nhost_rate_mbit = 10\n' + JOB)
+    r = experiments("net", str(cfg), "--cli", "--target", "soft", "--run-dir", str(tmp_path / "run"),
+                    input="pingall\nexit\n")
     assert r.returncode == 0, r.stderr
     assert "Results: 0% dropped (6/6 received)" in r.stdout + r.stderr

@@ -2,9 +2,9 @@ import copy
 import tomllib
 
 import pytest
+import tomli_w
 
 from experiments import config as C
-from experiments.tomlout import dumps
 from tests.harness import REPO
 
 CONFIGS = sorted((REPO / "experiments" / "configs").glob("*.toml"))
@@ -19,7 +19,7 @@ def base() -> dict:
 
 
 def test_defaults_are_filled_and_hosts_placed():
-    cfg = C.resolve(base())
+    cfg = C.resolve(base()).as_dict()
     assert cfg["variants"] == ["baseline", "symphony"]
     assert cfg["repeats"] == 1 and cfg["seed"] == 1
     assert cfg["ecn"] == {"kmin": 5, "kmax": 20, "pmax": 0.2}
@@ -81,7 +81,7 @@ def test_tcp_job_over_32_ranks_refused_before_any_network():
     with pytest.raises(C.ConfigError, match=r"^jobs\[0\]: job 1: transport tcp .* at most 32 ranks, got 33$"):
         C.resolve(raw)
     raw["jobs"][0].update(transport="udp")
-    assert len(C.resolve(raw)["jobs"][0]["hosts"]) == 33
+    assert len(C.resolve(raw).jobs[0].hosts) == 33
 
 
 def test_resolved_config_round_trips_through_toml():
@@ -90,15 +90,15 @@ def test_resolved_config_round_trips_through_toml():
                      {"kind": "compute", "rank": "random", "iter": [0, 1], "delay_s": 0.2}]
     raw["dcqcn"] = {"preset": "emulation", "line_rate_mbit": 20}
     cfg = C.resolve(raw)
-    again = C.resolve(tomllib.loads(dumps(cfg)))
+    again = C.resolve(tomllib.loads(tomli_w.dumps(cfg.as_dict())))
     assert again == cfg
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
 def test_shipped_configs_load(path):
     cfg = C.load(path)
-    assert cfg["jobs"] and cfg["variants"]
-    if cfg["sweep"]:
+    assert cfg.jobs and cfg.variants
+    if cfg.sweep:
         points = C.sweep_points(C.load_raw(path), str(path))
         assert len(points) >= 2
         assert len({label for label, _ in points}) == len(points)
@@ -107,7 +107,7 @@ def test_shipped_configs_load(path):
 def test_shipped_configs_include_demo_ci_sweep():
     names = {p.stem for p in CONFIGS}
     assert {"demo", "ci4"} <= names
-    assert any(C.load(p)["sweep"] for p in CONFIGS)
+    assert any(C.load(p).sweep for p in CONFIGS)
 
 
 def test_sweep_points_cross_product():
@@ -116,10 +116,10 @@ def test_sweep_points_cross_product():
     raw["sweep"] = {"jitter.0.fraction": [0.25, 0.5], "symphony.threshold": [0, 2, 4]}
     points = C.sweep_points(raw)
     assert len(points) == 6
-    fr = sorted({(cfg["jitter"][0]["fraction"], cfg["symphony"]["threshold"]) for _, cfg in points})
+    fr = sorted({(cfg.jitter[0]["fraction"], cfg.symphony.threshold) for _, cfg in points})
     assert fr == [(0.25, 0), (0.25, 2), (0.25, 4), (0.5, 0), (0.5, 2), (0.5, 4)]
     assert points[0][0] == "fraction0.25_threshold0"
-    assert all(cfg["sweep"] == {} for _, cfg in points)
+    assert all(cfg.sweep == {} for _, cfg in points)
 
 
 def test_sweep_point_is_validated():

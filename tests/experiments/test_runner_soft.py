@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from contract.events import validate
+from experiments import config as C
+from experiments import runner as RN
 from tests.harness import REPO
 
 CI4 = REPO / "experiments" / "configs" / "ci4.toml"
@@ -128,16 +130,11 @@ def _long_ci_config(tmp_path: Path, repeats: int) -> Path:
 
 
 def test_killing_a_twin_fails_the_run_and_the_next_repeat_runs(tmp_path):
-    from experiments import config as C
-    from experiments import runner as RN
-    from topologies.network.testbed import TestbedNetwork
-
     cfg = C.load(_long_ci_config(tmp_path, repeats=2))
     nets = []
 
     def factory(plan, run_dir, target):
-        net = TestbedNetwork(plan.topology, plan.jobs_cfg, target=target, run_dir=run_dir,
-                             symphony=plan.symphony, ecn=plan.ecn)
+        net = plan.network(target=target, run_dir=run_dir)
         nets.append((net, run_dir))
         return net
 

@@ -6,9 +6,9 @@ import subprocess
 import pytest
 
 from experiments import config as C
+from experiments.jitter import blaster
 from experiments.jitter import schedule as J
 from experiments.jitter.injector import Injector, InjectorError, netem_support, write_schedule
-from topologies.spec.topo import build
 
 
 class FakeProc:
@@ -60,8 +60,7 @@ def schedule(jitter, netem_ok=False):
     raw = {"name": "i", "seed": 1,
            "topology": {"kind": "leafspine", "hosts": 4, "leaves": 2, "spines": 1, "host_rate_mbit": 10},
            "jobs": [{"ranks": 4, "message_bytes": 4000, "iterations": 1}], "jitter": jitter}
-    cfg = C.resolve(raw)
-    return J.apply_fallbacks(J.make_schedule(cfg, build(cfg["topology"]), 1), netem_ok)[0]
+    return J.apply_fallbacks(J.make_schedule(C.resolve(raw), 1), netem_ok)[0]
 
 
 def test_rate_squeeze_applied_on_time_and_restored(tmp_path):
@@ -175,8 +174,6 @@ def test_schedule_file_is_never_overwritten(tmp_path):
 def test_blaster_paces_at_its_rate():
     """The blaster's pacing on a virtual clock: 1 Mbit/s of 1000-byte packets
     for 1 s is 125 packets."""
-    from experiments.jitter import blaster
-
     t = [0.0]
 
     def clock():

@@ -4,7 +4,6 @@ import pytest
 
 from experiments import config as C
 from experiments.jitter import schedule as J
-from topologies.spec.topo import build
 
 
 def cfg_with(jitter, seed=3, hosts=8):
@@ -15,7 +14,7 @@ def cfg_with(jitter, seed=3, hosts=8):
         "jitter": jitter,
     }
     cfg = C.resolve(raw)
-    return cfg, build(cfg["topology"])
+    return cfg, cfg.topo
 
 
 RANGED = [
@@ -29,8 +28,8 @@ RANGED = [
 
 def test_same_seed_same_schedule_bytes():
     cfg, topo = cfg_with(RANGED)
-    a = J.to_jsonl(J.make_schedule(cfg, topo, repeat=1))
-    b = J.to_jsonl(J.make_schedule(cfg, topo, repeat=1))
+    a = J.to_jsonl(J.make_schedule(cfg, repeat=1))
+    b = J.to_jsonl(J.make_schedule(cfg, repeat=1))
     assert a == b
     assert len(a.splitlines()) == 1 + 3 + 1 + 1 + 2
 
@@ -38,9 +37,9 @@ def test_same_seed_same_schedule_bytes():
 def test_other_seed_or_repeat_differs():
     cfg, topo = cfg_with(RANGED)
     cfg2, _ = cfg_with(RANGED, seed=4)
-    base = J.to_jsonl(J.make_schedule(cfg, topo, 1))
-    assert J.to_jsonl(J.make_schedule(cfg2, topo, 1)) != base
-    assert J.to_jsonl(J.make_schedule(cfg, topo, 2)) != base
+    base = J.to_jsonl(J.make_schedule(cfg, 1))
+    assert J.to_jsonl(J.make_schedule(cfg2, 1)) != base
+    assert J.to_jsonl(J.make_schedule(cfg, 2)) != base
 
 
 def test_entries_draw_independently():
@@ -49,8 +48,8 @@ def test_entries_draw_independently():
     changed = [dict(e) for e in RANGED]
     changed[0]["fraction"] = [0.2, 0.3]
     cfg2, _ = cfg_with(changed)
-    a = {(e["entry"], e["occurrence"]): e for e in J.make_schedule(cfg, topo, 1)}
-    b = {(e["entry"], e["occurrence"]): e for e in J.make_schedule(cfg2, topo, 1)}
+    a = {(e["entry"], e["occurrence"]): e for e in J.make_schedule(cfg, 1)}
+    b = {(e["entry"], e["occurrence"]): e for e in J.make_schedule(cfg2, 1)}
     for key in a:
         if key[0] != 0:
             assert a[key] == b[key]
@@ -62,18 +61,18 @@ def test_entries_draw_independently():
 def test_draws_stay_in_their_ranges_and_targets_resolve():
     cfg, topo = cfg_with(RANGED)
     for rep in range(1, 20):
-        for ev in J.make_schedule(cfg, topo, rep):
+        for ev in J.make_schedule(cfg, rep):
             if ev["kind"] == "rate" and ev["entry"] == 0:
                 assert 0.0 <= ev["start_s"] <= 2.0 and 0.5 <= ev["end_s"] - ev["start_s"] <= 1.0 + 1e-9
                 assert 0.1 <= ev["params"]["fraction"] <= 0.5
                 assert ev["params"]["rate_mbit"] == pytest.approx(20 * ev["params"]["fraction"])
                 # rank 3 of the interleaved ring sits on h6, whose access link is h6-l2
-                assert cfg["jobs"][0]["hosts"][3] == "h6" and ev["link"] == "h6-l2"
+                assert cfg.jobs[0].hosts[3] == "h6" and ev["link"] == "h6-l2"
             if ev["kind"] == "rate" and ev["entry"] == 1:
                 assert ev["link"] in ("l1-p1", "l2-p1")
             if ev["kind"] == "compute":
                 assert 0 <= ev["rank"] < 8 and 0 <= ev["params"]["iter"] <= 2
-                assert ev["host"] == cfg["jobs"][0]["hosts"][ev["rank"]]
+                assert ev["host"] == cfg.jobs[0].hosts[ev["rank"]]
             if ev["kind"] == "cross":
                 assert ev["links"] == ["h1-l1", "l1-p1", "l2-p1", "h8-l2"]
                 assert ev["params"]["dst_ip"] == topo.host("h8").ip
@@ -81,7 +80,7 @@ def test_draws_stay_in_their_ranges_and_targets_resolve():
 
 def test_netem_fallback_is_a_named_rate_squeeze():
     cfg, topo = cfg_with(RANGED)
-    events = J.make_schedule(cfg, topo, 1)
+    events = J.make_schedule(cfg, 1)
     kept, notes = J.apply_fallbacks(events, netem_ok=True)
     assert notes == [] and any(e["applied_as"] == "netem" for e in kept)
     fb, notes = J.apply_fallbacks(events, netem_ok=False)
@@ -118,7 +117,7 @@ def test_straggles_add_up_per_rank_and_iteration():
 
 def test_actions_in_time_order_and_json_clean():
     cfg, topo = cfg_with(RANGED)
-    events, _ = J.apply_fallbacks(J.make_schedule(cfg, topo, 1), netem_ok=False)
+    events, _ = J.apply_fallbacks(J.make_schedule(cfg, 1), netem_ok=False)
     acts = J.actions(events)
     assert [a["t"] for a in acts] == sorted(a["t"] for a in acts)
     ops = {a["op"] for a in acts}

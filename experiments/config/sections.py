@@ -1,0 +1,241 @@
+"""One checker per table of the config: raw TOML value in, typed value (or
+a plain dict of checked values) out, every default filled.  Cross-table
+checks that need the built topology are resolve's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contract.tags import TRANSPORTS
+from experiments.config import schema as S
+from experiments.config.schema import ConfigError
+from experiments.config.spec import RunnerParams
+from hosts.dcqcn import PRESET_NAMES
+from topologies.spec.placement import PLACEMENTS, JobRequest
+from topologies.spec.topo import KINDS, TopoParams
+from topologies.switch.params import EcnParams, SymphonyParams
+
+
+def topology(raw: Any) -> TopoParams:
+    t = S.table("topology", raw)
+    S.no_unknown("topology", t, S.TOPO_KEYS)
+    d = S.TOPO_DEFAULTS
+    kind = S.string("topology.kind", S.required("topology", t, "kind"), KINDS, "topology")
+    out: dict[str, Any] = {"kind": kind}
+    out["hosts"] = S.integer("topology.hosts", S.required("topology", t, "hosts"), lo=2, hi=250)
+    if kind == "leafspine":
+        for key in S.LEAFSPINE_KEYS:
+            out[key] = S.integer(f"topology.{key}", t.get(key, d[key]), lo=1, hi=16)
+    else:
+        for key in S.LEAFSPINE_KEYS:
+            if key in t:
+                raise ConfigError(f"topology.{key}: only meaningful for kind 'leafspine'")
+    host_rate = S.real("topology.host_rate_mbit", S.required("topology", t, "host_rate_mbit"), lo=0, lo_open=True)
+    out["host_rate_mbit"] = host_rate
+    # written out (not None) so that config.toml says the fabric's rate
+    out["fabric_rate_mbit"] = S.real("topology.fabric_rate_mbit", t.get("fabric_rate_mbit", host_rate),
+                                     lo=0, lo_open=True)
+    for key in ("host_delay_ms", "fabric_delay_ms"):
+        out[key] = S.real(f"topology.{key}", t.get(key, d[key]), lo=0)
+    out["queue_depth_pkts"] = S.integer("topology.queue_depth_pkts", t.get("queue_depth_pkts", d["queue_depth_pkts"]),
+                                        lo=1)
+    return TopoParams(**out)
+
+
+def job(i: int, raw: Any) -> tuple[JobRequest, dict[str, Any]]:
+    """The placement request of jobs[i] and the rest of the table
+    (message_bytes, iterations, udp, deadlines).  Whether the requests fit
+    the topology together is place_jobs' to say."""
+    p = f"jobs[{i}]"
+    j = S.table(p, raw)
+    S.no_unknown(p, j, S.JOB_KEYS)
+    job_id = S.integer(f"{p}.job", j.get("job", i + 1), lo=0, hi=65535)
+    ranks = S.integer(f"{p}.ranks", S.required(p, j, "ranks"), lo=2, hi=64)
+    hosts = None
+    placement = S.DEFAULT_PLACEMENT
+    if "hosts" in j and "placement" in j:
+        raise ConfigError(f"{p}.hosts: give either hosts or placement, not both")
+    if "hosts" in j:
+        hosts = j["hosts"]
+        if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+            raise ConfigError(f"{p}.hosts: expected an array of host names, got {hosts!r}")
+        hosts = tuple(hosts)
+    else:
+        placement = S.string(f"{p}.placement", j.get("placement", placement), PLACEMENTS, "placement")
+    rest: dict[str, Any] = {
+        # ranges and the float32 multiple are the job file's (hosts.job), checked when resolved
+        "message_bytes": S.integer(f"{p}.message_bytes", S.required(p, j, "message_bytes")),
+        "iterations": S.integer(f"{p}.iterations", S.required(p, j, "iterations"), lo=1, hi=10000),
+    }
+    transport = S.string(f"{p}.transport", j.get("transport", S.DEFAULT_TRANSPORT), TRANSPORTS, "transport")
+    data_port = S.integer(f"{p}.data_port", j.get("data_port", S.DATA_PORT_BASE + S.DATA_PORT_STRIDE * i),
+                          lo=1024, hi=S.DATA_PORT_MAX)
+    # transport parameters and deadlines go to the job file as they are;
+    # hosts.job checks their names and ranges
+    for key in ("udp", "deadlines"):
+        rest[key] = dict(S.table(f"{p}.{key}", j.get(key, {})))
+    request = JobRequest(job=job_id, ranks=ranks, data_port=data_port, transport=transport, hosts=hosts,
+                         placement=placement)
+    return request, rest
+
+
+def dcqcn(raw: Any) -> dict[str, Any]:
+    d = S.table("dcqcn", raw)
+    # overrides of the preset's fields by name: hosts.dcqcn checks them when
+    # the job files are built (resolve does that once)
+    return {"preset": S.string("dcqcn.preset", d.get("preset", S.DEFAULT_PRESET), PRESET_NAMES, "DCQCN preset"),
+            **{k: v for k, v in d.items() if k != "preset"}}
+
+
+def ecn(raw: Any, topo: TopoParams) -> EcnParams:
+    e = S.table("ecn", raw)
+    S.no_unknown("ecn", e, S.ECN_KEYS)
+    d = S.ECN_DEFAULTS
+    kmin = S.integer("ecn.kmin", e.get("kmin", d["kmin"]), lo=0)
+    kmax = S.integer("ecn.kmax", e.get("kmax", d["kmax"]), lo=0)
+    if kmax < kmin:
+        raise ConfigError(f"ecn.kmax: must be >= ecn.kmin ({kmin}), got {kmax}")
+    if kmax > topo.queue_depth_pkts:
+        raise ConfigError(f"ecn.kmax: {kmax} exceeds topology.queue_depth_pkts ({topo.queue_depth_pkts})")
+    return EcnParams(kmin=kmin, kmax=kmax, pmax=S.real("ecn.pmax", e.get("pmax", d["pmax"]), lo=0, hi=1))
+
+
+def symphony(raw: Any) -> SymphonyParams:
+    s = S.table("symphony", raw)
+    S.no_unknown("symphony", s, S.SYMPHONY_KEYS)
+    d = S.SYMPHONY_DEFAULTS
+    return SymphonyParams(threshold=S.integer("symphony.threshold", s.get("threshold", d["threshold"]), lo=0, hi=255),
+                          k_sym=S.integer("symphony.k_sym", s.get("k_sym", d["k_sym"]), lo=0),
+                          p_sym=S.real("symphony.p_sym", s.get("p_sym", d["p_sym"]), lo=0, hi=1))
+
+
+def runner(raw: Any) -> RunnerParams:
+    r = S.table("runner", raw)
+    S.no_unknown("runner", r, S.RUNNER_KEYS)
+    if "run_deadline_s" not in r:
+        return RunnerParams()
+    return RunnerParams(run_deadline_s=S.real("runner.run_deadline_s", r["run_deadline_s"], lo=1))
+
+
+# --- [[jitter]] -----------------------------------------------------------------
+
+def _job_by_id(p: str, j: dict, jobs: list[dict]) -> dict:
+    """The job a jitter entry names by its id (default: the first job)."""
+    if "job" not in j:
+        return jobs[0]
+    want = S.integer(f"{p}.job", j["job"], lo=0, hi=65535)
+    for job_ in jobs:
+        if job_["job"] == want:
+            return job_
+    raise ConfigError(f"{p}.job: no job with id {want} (ids: {', '.join(str(x['job']) for x in jobs)})")
+
+
+def _link_target(p: str, j: dict, jobs: list[dict]) -> dict:
+    given = [k for k in S.LINK_TARGETS if k in j]
+    if len(given) != 1:
+        raise ConfigError(f"{p}: give exactly one of link, host, rank or pick (got {', '.join(given) or 'none'})")
+    key = given[0]
+    out: dict[str, Any] = {}
+    if key == "rank":
+        job_ = _job_by_id(p, j, jobs)
+        out["job"] = job_["job"]
+        out["rank"] = S.integer(f"{p}.rank", j["rank"], lo=0, hi=job_["ranks"] - 1)
+    elif key == "pick":
+        out["pick"] = S.string(f"{p}.pick", j["pick"], S.PICKS, "link class")
+    else:
+        out[key] = S.string(f"{p}.{key}", j[key])
+    if "job" in j and key != "rank":
+        raise ConfigError(f"{p}.job: only meaningful with rank")
+    return out
+
+
+def _bounded(path: str, value: float | list[float], hi: float, raw: Any) -> None:
+    for x in (value if isinstance(value, list) else [value]):
+        if x > hi:
+            raise ConfigError(f"{path}: must be <= {hi:g}, got {raw!r}")
+
+
+def jitter(i: int, raw: Any, jobs: list[dict]) -> dict[str, Any]:
+    """One [[jitter]] entry, defaults filled (jobs: id, ranks, iterations of each job)."""
+    p = f"jitter[{i}]"
+    j = S.table(p, raw)
+    kind = S.string(f"{p}.kind", S.required(p, j, "kind"), S.JITTER_KINDS, "jitter kind")
+    S.no_unknown(p, j, S.JITTER_KEYS[kind])
+    out: dict[str, Any] = {"kind": kind, "count": S.integer(f"{p}.count", j.get("count", 1), lo=1, hi=1000)}
+    if kind == "compute":
+        job_ = _job_by_id(p, j, jobs)
+        rank = j.get("rank", "random")
+        if rank != "random":
+            rank = S.integer(f"{p}.rank", rank, lo=0, hi=job_["ranks"] - 1)
+        out.update(job=job_["job"], rank=rank)
+
+        def an_iter(path: str, x: Any) -> int:
+            return S.integer(path, x, lo=0, hi=job_["iterations"] - 1)
+        it = j.get("iter", 0)
+        out["iter"] = S.pair(f"{p}.iter", it, an_iter) if isinstance(it, list) else an_iter(f"{p}.iter", it)
+        out["delay_s"] = S.span(f"{p}.delay_s", S.required(p, j, "delay_s"), lo=0, lo_open=True)
+        return out
+    out["start_s"] = S.span(f"{p}.start_s", S.required(p, j, "start_s"), lo=0)
+    out["duration_s"] = S.span(f"{p}.duration_s", S.required(p, j, "duration_s"), lo=0, lo_open=True)
+    if kind == "rate":
+        given = [k for k in ("fraction", "rate_mbit") if k in j]
+        if len(given) != 1:
+            raise ConfigError(f"{p}: give exactly one of fraction or rate_mbit")
+        key = given[0]
+        out[key] = S.span(f"{p}.{key}", j[key], lo=0, lo_open=True)
+        if key == "fraction":
+            _bounded(f"{p}.fraction", out["fraction"], 1, j["fraction"])
+        out.update(_link_target(p, j, jobs))
+    elif kind == "netem":
+        if not any(k in j for k in ("delay_ms", "jitter_ms", "loss_pct")):
+            raise ConfigError(f"{p}: netem needs at least one of delay_ms, jitter_ms, loss_pct")
+        d = S.NETEM_DEFAULTS
+        for k in ("delay_ms", "jitter_ms", "loss_pct"):
+            out[k] = S.span(f"{p}.{k}", j.get(k, d[k]), lo=0)
+        _bounded(f"{p}.loss_pct", out["loss_pct"], 100, j.get("loss_pct"))
+        out["fallback_fraction"] = S.real(f"{p}.fallback_fraction", j.get("fallback_fraction", d["fallback_fraction"]),
+                                          lo=0, lo_open=True, hi=1)
+        out.update(_link_target(p, j, jobs))
+    elif kind == "cross":
+        out["src"] = S.string(f"{p}.src", S.required(p, j, "src"))
+        out["dst"] = S.string(f"{p}.dst", S.required(p, j, "dst"))
+        if out["src"] == out["dst"]:
+            raise ConfigError(f"{p}.dst: must differ from src")
+        out["rate_mbit"] = S.span(f"{p}.rate_mbit", S.required(p, j, "rate_mbit"), lo=0, lo_open=True)
+        d = S.CROSS_DEFAULTS
+        out["packet_bytes"] = S.integer(f"{p}.packet_bytes", j.get("packet_bytes", d["packet_bytes"]), lo=64, hi=1472)
+        out["ect"] = S.boolean(f"{p}.ect", j.get("ect", d["ect"]))
+    return out
+
+
+# --- [sweep] --------------------------------------------------------------------
+
+UNSWEPT = ("sweep", "name", "repeats", "variants")
+
+
+def _exists(resolved: dict, dotted: str) -> bool:
+    """Whether a dotted path like 'jitter.0.fraction' names a value."""
+    node: Any = resolved
+    for part in (int(x) if x.isdigit() else x for x in dotted.split(".")):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            return False
+    return True
+
+
+def sweep(raw: Any, resolved: dict) -> dict[str, list]:
+    """Sweep axes; each key must name a value of the resolved config."""
+    s = S.table("sweep", raw)
+    out = {}
+    for key, values in s.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"sweep.{key}: expected a non-empty array of values, got {values!r}")
+        if key.split(".")[0] in UNSWEPT:
+            raise ConfigError(f"sweep.{key}: this key cannot be swept")
+        if not _exists(resolved, key):
+            raise ConfigError(f"sweep.{key}: no such key in the config")
+        out[key] = list(values)
+    return out

@@ -1,0 +1,132 @@
+"""The resolved experiment: what every part of a run takes as it is.
+
+``ExperimentSpec`` is built once per config (or sweep point) by
+``experiments.config.resolve``: the topology built, the jobs placed, every
+default filled.  The network takes ``topo``, the placed jobs, ``ecn`` and
+``symphony``; the job files come from ``job_specs``; ``as_dict`` is the
+resolved config as a run directory's config.toml holds it (analysis reads it).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from hosts.job import JobSpec, parse_job
+from topologies.spec.placement import PlacedJob
+from topologies.spec.topo import TopoParams, TopoSpec
+from topologies.switch.params import EcnParams, SymphonyParams
+
+
+@dataclass(frozen=True)
+class RunnerParams:
+    run_deadline_s: float | None = None     # None: the agents' run deadline plus slack
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """One [[jobs]] table: where its ranks run (ring order) and what they do.
+    ``udp`` and ``deadlines`` go to the job file as they are (hosts.job checks them)."""
+    placed: PlacedJob
+    message_bytes: int
+    iterations: int
+    udp: dict = field(default_factory=dict)
+    deadlines: dict = field(default_factory=dict)
+
+    @property
+    def job(self) -> int:
+        return self.placed.job
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        return self.placed.hosts
+
+    @property
+    def ranks(self) -> int:
+        return len(self.placed.hosts)
+
+    @property
+    def transport(self) -> str:
+        return self.placed.transport
+
+    @property
+    def data_port(self) -> int:
+        return self.placed.data_port
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"job": self.job, "ranks": self.ranks, "hosts": list(self.hosts),
+                               "message_bytes": self.message_bytes, "iterations": self.iterations,
+                               "transport": self.transport, "data_port": self.data_port}
+        for key in ("udp", "deadlines"):
+            if getattr(self, key):
+                out[key] = dict(getattr(self, key))
+        return out
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    name: str
+    seed: int
+    repeats: int
+    variants: tuple[str, ...]
+    topology: TopoParams
+    topo: TopoSpec
+    jobs: tuple[JobConfig, ...]
+    dcqcn: dict                         # preset and overrides of its fields by name
+    ecn: EcnParams
+    symphony: SymphonyParams            # enabled: set per variant by the runner
+    jitter: tuple[dict, ...]            # [[jitter]] entries, defaults filled
+    runner: RunnerParams
+    sweep: dict = field(default_factory=dict)        # "dotted.key" -> values
+    sweep_point: dict | None = None                  # this point's values, in a sweep
+
+    def job(self, job_id: int) -> JobConfig:
+        return next(j for j in self.jobs if j.job == job_id)
+
+    def as_dict(self, keep_none: bool = False) -> dict[str, Any]:
+        """The resolved config as config.toml holds it (no [sweep]; None
+        values left out unless keep_none, since TOML has no null)."""
+        topology = asdict(self.topology)
+        if self.topology.kind != "leafspine":
+            del topology["leaves"], topology["spines"]
+        symphony = asdict(self.symphony)
+        del symphony["enabled"]
+        out = {"name": self.name, "seed": self.seed, "repeats": self.repeats, "variants": list(self.variants),
+               "topology": topology, "jobs": [j.as_dict() for j in self.jobs], "dcqcn": dict(self.dcqcn),
+               "ecn": asdict(self.ecn), "symphony": symphony, "jitter": copy.deepcopy(list(self.jitter)),
+               "runner": asdict(self.runner), "sweep_point": copy.deepcopy(self.sweep_point)}
+        return out if keep_none else _without_none(out)
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
+
+
+def job_file(spec: ExperimentSpec, job: JobConfig, straggles: list[dict]) -> dict[str, Any]:
+    """A job file's content (docs/hosts.md): ranks in ring order with their
+    addresses, DCQCN from [dcqcn] with the host link rate as line rate, the
+    run's [[straggle]] entries."""
+    d: dict[str, Any] = {
+        "job": job.job, "data_port": job.data_port, "message_bytes": job.message_bytes,
+        "iterations": job.iterations, "transport": job.transport, "seed": spec.seed,
+        "ranks": [{"rank": r, "ip": spec.topo.host(h).ip, "host": h} for r, h in enumerate(job.hosts)],
+        "dcqcn": {"line_rate_mbit": spec.topology.host_rate_mbit, **spec.dcqcn},
+    }
+    for key in ("udp", "deadlines"):
+        if getattr(job, key):
+            d[key] = dict(getattr(job, key))
+    if straggles:
+        d["straggle"] = [dict(s) for s in straggles]
+    return d
+
+
+def job_specs(spec: ExperimentSpec, straggles: dict[int, list[dict]]) -> list[JobSpec]:
+    """Every job's JobSpec for one run (straggles: job id -> [[straggle]]
+    entries of the run's jitter schedule).  hosts.job.JobError when a job
+    cannot run."""
+    return [parse_job(job_file(spec, job, straggles.get(job.job, []))) for job in spec.jobs]

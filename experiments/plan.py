@@ -1,0 +1,66 @@
+"""What a run gets, decided before anything starts (pure but for building the
+network object): the network's inputs, the job files, the jitter schedule.
+
+Variants differ in one thing only: the Symphony flows are installed with
+enabled=1 (symphony) or enabled=0 (baseline).  Everything else comes from the
+one ExperimentSpec, so the two variants of a repeat get the same placement,
+DCQCN parameters, ECN thresholds and jitter (a test checks it on the plans).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from experiments.config import ExperimentSpec, job_specs
+from experiments.jitter import schedule as J
+from experiments.jitter.schedule import NO_NETEM
+from hosts.job import JobSpec, derived_deadlines
+from topologies.network.testbed import TestbedNetwork
+from topologies.spec.placement import PlacedJob
+from topologies.spec.topo import TopoSpec
+from topologies.switch.params import EcnParams, SymphonyParams
+
+RUNNER_SLACK_S = 20.0         # runner's wall deadline = agents' run deadline + this
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    variant: str
+    repeat: int
+    topo: TopoSpec
+    placed: tuple[PlacedJob, ...]     # the network's jobs: hosts in ring order, data port, transport
+    ecn: EcnParams
+    symphony: SymphonyParams          # enabled by the variant
+    jobs: tuple[JobSpec, ...]         # the job files, one per job
+    schedule: tuple[dict, ...]        # jitter events as applied here (fallbacks taken)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def network(self, *, target: str, run_dir: Path | str | None) -> TestbedNetwork:
+        return TestbedNetwork(self.topo, self.placed, target=target, run_dir=run_dir, ecn=self.ecn,
+                              symphony=self.symphony)
+
+
+def symphony_for(spec: ExperimentSpec, variant: str) -> SymphonyParams:
+    return replace(spec.symphony, enabled=(variant == "symphony"))
+
+
+def network_plan(spec: ExperimentSpec, variant: str) -> RunPlan:
+    """The network of one variant without jobs files or jitter (for
+    ``python3 -m experiments net``)."""
+    return RunPlan(variant=variant, repeat=0, topo=spec.topo, placed=tuple(j.placed for j in spec.jobs),
+                   ecn=spec.ecn, symphony=symphony_for(spec, variant), jobs=(), schedule=())
+
+
+def run_plan(spec: ExperimentSpec, variant: str, repeat: int, netem_ok: bool, netem_why: str = NO_NETEM) -> RunPlan:
+    events, notes = J.apply_fallbacks(J.make_schedule(spec, repeat), netem_ok, netem_why)
+    return replace(network_plan(spec, variant), repeat=repeat,
+                   jobs=tuple(job_specs(spec, J.straggles(events))), schedule=tuple(events), notes=tuple(notes))
+
+
+def wall_deadline_s(spec: ExperimentSpec, jobs: tuple[JobSpec, ...]) -> float:
+    """The runner's own deadline for the agents' phase of a run: the config's,
+    or the longest agent run deadline plus slack."""
+    if spec.runner.run_deadline_s:
+        return spec.runner.run_deadline_s
+    return max(derived_deadlines(s)[1] for s in jobs) + RUNNER_SLACK_S

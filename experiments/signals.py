@@ -1,0 +1,38 @@
+"""Ctrl-C and SIGTERM during an experiment: the first unwinds the run in
+progress through its teardown (KeyboardInterrupt in the main thread); later
+ones are only noted, so the cleanup in progress finishes and the runner then
+exits at once."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import Any
+
+
+class Signals:
+    def __init__(self):
+        self.count = 0
+        self.old: dict[int, Any] = {}
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self.old[sig] = signal.signal(sig, self._handle)
+
+    def restore(self) -> None:
+        for sig, handler in self.old.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum, frame) -> None:
+        self.count += 1
+        if self.count == 1:
+            raise KeyboardInterrupt
+        print("\nsecond interrupt: cleaning up and exiting", file=sys.stderr, flush=True)
+
+    @property
+    def interrupted(self) -> bool:
+        return self.count > 0
+
+    @property
+    def hurry(self) -> bool:
+        return self.count > 1

@@ -1,0 +1,160 @@
+"""The agents of one run and the poll loop that watches them: switches,
+agents, deadlines and the jitter timeline, until every agent exited (or one
+failed and the others had a grace period).  A failure raises ``RunFailed``
+with a one-line reason that names who failed, when, and what it logged."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from experiments.jitter.injector import Injector, InjectorError
+from hosts.job import JobSpec
+
+REPO = Path(__file__).resolve().parents[1]
+POLL_S = 0.1                  # supervision period: deaths are noticed within ~0.1-0.3 s
+AGENT_GRACE_S = 2.0           # after one agent failed, how long the others may still finish
+STARTUP_S = 30.0              # every agent must log its first event within this
+EXIT_MEANINGS = {1: "a result was wrong", 2: "bad job file or arguments", 3: "a deadline passed"}
+
+
+class RunFailed(Exception):
+    pass
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    variant: str
+    repeat: int
+    status: str = "running"           # ok | failed | interrupted
+    reason: str = ""
+    wrong: bool = False               # an AllReduce result was wrong
+    agent_codes: dict[str, int | None] = field(default_factory=dict)
+
+
+@dataclass
+class Agent:
+    job: int
+    rank: int
+    host: str
+    proc: subprocess.Popen
+    jsonl: Path
+    log: Path
+
+    @property
+    def label(self) -> str:
+        return f"agent job {self.job} rank {self.rank} on {self.host}"
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def agent_error_reason(log_path: Path) -> str | None:
+    """The reason of the last `error` event an agent wrote, if any."""
+    for line in reversed(_lines(log_path)):
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if ev.get("kind") == "error":
+            return str(ev.get("reason"))
+    return None
+
+
+def has_events(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def tail(path: Path, n: int = 1) -> str:
+    return " | ".join([x for x in _lines(path) if x.strip()][-n:])
+
+
+def start_agents(net, jobs: tuple[JobSpec, ...], job_paths: dict[int, Path], agents_dir: Path,
+                 python: str) -> list[Agent]:
+    """One agent per rank (hosts.agent), stdout and stderr to rank<r>.log;
+    agents/job<id>/ per job when there are several."""
+    agents = []
+    multi = len(jobs) > 1
+    for spec in jobs:
+        log_dir = agents_dir / f"job{spec.job}" if multi else agents_dir
+        log_dir.mkdir(exist_ok=True)
+        for r in spec.ranks:
+            out = log_dir / f"rank{r.rank}.log"
+            with open(out, "ab") as fh:
+                proc = net.popen(r.host, [python, "-m", "hosts.agent", "--job", str(job_paths[spec.job]),
+                                          "--rank", str(r.rank), "--log-dir", str(log_dir)],
+                                 stdout=fh, stderr=subprocess.STDOUT, cwd=str(REPO))
+            agents.append(Agent(spec.job, r.rank, r.host, proc, log_dir / f"rank{r.rank}.jsonl", out))
+    return agents
+
+
+def agent_failure(a: Agent, code: int, now: float) -> str:
+    msg = f"{a.label} exited with code {code} at t={now:.1f}s"
+    if code in EXIT_MEANINGS:
+        msg += f" ({EXIT_MEANINGS[code]})"
+    reason = agent_error_reason(a.jsonl) or (tail(a.log) if code == 2 else None)
+    if reason:
+        msg += f": {reason}"
+    return msg
+
+
+def supervise(net, agents: list[Agent], injector: Injector, t0: float, deadline_s: float, res: RunResult,
+              on_all_started: Callable[[], None] = lambda: None) -> None:
+    """Poll until every agent exited (or one failed and the others had a
+    grace period).  t0: time.monotonic() when the agents were spawned; the
+    jitter clock starts when every agent has logged its first event."""
+    first_failure: str | None = None
+    failed_at = 0.0
+    started = False
+    while True:
+        now = time.monotonic() - t0
+        if not started and all(has_events(a.jsonl) for a in agents):
+            started = True
+            on_all_started()
+        if started:
+            try:
+                injector.tick()
+            except InjectorError as exc:
+                raise RunFailed(str(exc)) from None
+        elif now > STARTUP_S:
+            late = [a.label for a in agents if not has_events(a.jsonl)]
+            raise RunFailed(f"{late[0]} logged nothing within {STARTUP_S:.0f}s of its start"
+                            + (f" (and {len(late) - 1} more)" if len(late) > 1 else ""))
+        dead = net.dead_switches()
+        if dead:
+            name, code = dead[0]
+            raise RunFailed(f"switch {name} exited with code {code} at t={now:.1f}s")
+        running = 0
+        for a in agents:
+            code = a.proc.poll()
+            res.agent_codes[f"{a.job}/{a.rank}"] = code
+            if code is None:
+                running += 1
+            elif code != 0 and first_failure is None:
+                first_failure = agent_failure(a, code, now)
+                failed_at = now
+                res.wrong = res.wrong or code == 1
+        if running == 0:
+            break
+        if first_failure is not None and now - failed_at > AGENT_GRACE_S:
+            break
+        if now > deadline_s:
+            raise RunFailed(f"runner deadline of {deadline_s:.0f}s passed with {running} agent(s) still running")
+        due = injector.next_due() if started else None
+        wait = POLL_S if due is None else min(POLL_S, max(0.0, due - injector.elapsed()))
+        time.sleep(max(wait, 0.001))
+    res.wrong = res.wrong or any(a.proc.returncode == 1 for a in agents)
+    if first_failure is not None:
+        raise RunFailed(first_failure)

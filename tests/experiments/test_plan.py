@@ -1,0 +1,43 @@
+"""What a run gets: the two variants of a repeat differ only in whether the
+Symphony flows are enabled; the network's jobs carry their transport."""
+
+from dataclasses import replace
+
+from experiments import plan as P
+from hosts.job import Straggle
+from topologies.switch.params import EcnParams
+
+
+def test_variants_differ_only_in_enabled(fake_spec):
+    c = fake_spec()
+    base = P.run_plan(c, "baseline", 1, netem_ok=False)
+    sym = P.run_plan(c, "symphony", 1, netem_ok=False)
+    assert base.symphony.enabled is False and sym.symphony.enabled is True
+    assert replace(base.symphony, enabled=True) == sym.symphony
+    assert base.ecn == sym.ecn == EcnParams(kmin=3, kmax=9, pmax=0.5)
+    assert base.jobs == sym.jobs                              # DCQCN, straggles, placement, seed
+    assert base.jobs[0].dcqcn == {"preset": "emulation", "line_rate_mbit": 10.0}
+    assert base.jobs[0].straggle == (Straggle(rank=2, iter=1, delay_s=0.2),)
+    assert base.schedule == sym.schedule
+    assert base.topo == sym.topo and base.placed == sym.placed
+
+
+def test_network_gets_each_jobs_transport(fake_spec):
+    """The switches install a job's flows in its transport's mode, so the
+    network's job tables carry it (a TCP job was once installed as UDP)."""
+    plan = P.run_plan(fake_spec(transport="tcp"), "symphony", 1, netem_ok=False)
+    assert [j.transport for j in plan.placed] == ["tcp"]
+    assert plan.jobs[0].transport == "tcp"
+
+
+def test_the_network_is_built_from_the_plan(fake_spec, monkeypatch):
+    """TestbedNetwork gets the spec's topology, placed jobs, ECN and the
+    variant's Symphony parameters, nothing else."""
+    calls = []
+    monkeypatch.setattr(P, "TestbedNetwork", lambda *a, **kw: calls.append((a, kw)))
+    spec = fake_spec(transport="tcp")
+    P.run_plan(spec, "baseline", 1, netem_ok=False).network(target="soft", run_dir="/tmp/x")
+    (args, kw), = calls
+    assert args == (spec.topo, tuple(j.placed for j in spec.jobs))
+    assert kw == {"target": "soft", "run_dir": "/tmp/x", "ecn": spec.ecn,
+                  "symphony": replace(spec.symphony, enabled=False)}
