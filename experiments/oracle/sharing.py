@@ -4,20 +4,19 @@ Links and flows are plain indices here: `caps[l]` is what link l has left for
 ring flows (cross traffic already taken off), `paths[f]` the links flow f
 crosses.  Two allocations:
 
-* `max_min`: max-min fairness by progressive filling: every flow that can
-  still grow grows by the same amount until a link saturates; the flows on it
-  freeze.
+* `max_min`: max-min fairness by progressive filling: the flows that can
+  still grow rise together until a link saturates; the flows on it freeze.
 * `priority_max_min`: strict priority per link.  `low[f]` lists the links
   where flow f is outpacing (low priority); there it gets only what the other
   flows (high priority on that link) leave; within a class, max-min.
 
 The priority rule (a flow's class is per link, so no global order exists):
 
-1. Blocking fill.  Progressive filling in which a flow grows only while
-   every link where it is low has no high flow left that can grow (all of
-   them frozen).  If that blocks every flow still growing (low on one link
-   behind a flow that is itself low on another link behind the first one:
-   a cycle), they all grow together, as equals.  The result is feasible, and
+1. Blocking fill.  Progressive filling in which a flow starts to grow only
+   once no link where it is low has a high flow left that can grow (all of
+   them are frozen).  Flows that wait for each other in a closed cycle (A
+   low on one link behind B, B low on another link behind A, and nothing
+   else in the chain) start to grow together, as equals.  The result is feasible, and
    exact when a blocked flow's other links are not contended; otherwise a
    flow that shares a no-priority link (a NIC) with a blocked flow may take
    more than its fair share there while the blocked flow waits.
@@ -34,10 +33,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-# a link counts as saturated when less than this fraction of it is left:
-# float sums of shares never hit zero exactly
-SATURATED = 1e-9
-REFINE_ROUNDS = 20
+# relative tolerance of the checks on a result: float sums of shares never
+# hit a capacity exactly
+TOLERANCE = 1e-9
+REFINE_ROUNDS = 100     # the iteration converges geometrically where it converges; rare cases need many rounds
 
 
 def _users(paths: Sequence[Sequence[int]]) -> dict[int, list[int]]:
@@ -48,14 +47,29 @@ def _users(paths: Sequence[Sequence[int]]) -> dict[int, list[int]]:
     return users
 
 
+def _waiting_in_a_cycle(blocked: list[int], waits_for: dict[int, set[int]]) -> list[int]:
+    """The blocked flows that wait only, through any chain, on flows that wait
+    for them back: a closed cycle that nothing but a saturated link ends."""
+    reach: dict[int, set[int]] = {}
+    for f in blocked:
+        seen, todo = set(), list(waits_for[f])
+        while todo:
+            g = todo.pop()
+            if g not in seen:
+                seen.add(g)
+                todo.extend(waits_for.get(g, ()))      # a growing flow waits for nobody
+        reach[f] = seen
+    return [f for f in blocked if f in reach[f] and all(f in reach.get(g, ()) for g in reach[f])]
+
+
 def _blocking_fill(caps: Sequence[float], paths: Sequence[Sequence[int]],
                    low: Sequence[Sequence[int]]) -> list[float]:
     """Step 1 of the priority rule.  A water level rises; a flow that starts
     growing at level o has rate level - o.  Per link, `base` = capacity -
     frozen rates + the offsets o of its growing flows, so the link saturates
     at level base / (its growing flows); there its unfrozen flows freeze
-    (blocked ones at 0), and a blocked flow starts growing once no link
-    where it is low has an unfrozen high flow left."""
+    (blocked ones at 0).  A blocked flow starts growing once no link where it
+    is low has an unfrozen high flow left, or when it waits in a cycle."""
     users = _users(paths)
     n = len(paths)
     blocked, growing, frozen = 0, 1, 2
@@ -63,10 +77,6 @@ def _blocking_fill(caps: Sequence[float], paths: Sequence[Sequence[int]],
     offset, rate = [0.0] * n, [0.0] * n
     base = {link: max(0.0, caps[link]) for link in users}
     count: dict[int, int] = {}          # growing flows per link, links without any left out
-    high_left = dict.fromkeys(users, 0)     # unfrozen flows that are high on the link
-    for f, path in enumerate(paths):
-        for link in path:
-            high_left[link] += link not in low[f]
     level = 0.0
 
     def start(f: int) -> None:
@@ -75,42 +85,36 @@ def _blocking_fill(caps: Sequence[float], paths: Sequence[Sequence[int]],
             count[link] = count.get(link, 0) + 1
             base[link] += level
 
-    def free(f: int) -> bool:
-        return state[f] == blocked and all(high_left[link] == 0 for link in low[f])
+    def waits_for(f: int) -> set[int]:
+        return {g for link in low[f] for g in users[link] if state[g] != frozen and link not in low[g]}
 
-    for f in range(n):
-        if free(f):
+    def start_the_free() -> None:
+        waiting = {f: waits_for(f) for f in range(n) if state[f] == blocked}
+        for f, others in waiting.items():
+            if not others:
+                start(f)
+        for f in _waiting_in_a_cycle([f for f, others in waiting.items() if others], waiting):
             start(f)
+
+    start_the_free()
     unfrozen = n
     while unfrozen:
-        if not count:                   # every unfrozen flow waits for another: a cycle
-            for f in range(n):
-                if state[f] == blocked:
-                    start(f)
         tight = min(count, key=lambda link: base[link] / count[link])
         level = max(level, base[tight] / count[tight])      # float rounding must not lower it
-        released = []
         for f in users[tight]:
             if state[f] == frozen:
                 continue
-            was_growing = state[f] == growing
-            rate[f] = level - offset[f] if was_growing else 0.0
-            state[f] = frozen
-            unfrozen -= 1
-            for link in paths[f]:
-                if was_growing:
+            if state[f] == growing:
+                rate[f] = level - offset[f]
+                for link in paths[f]:
                     base[link] -= level
                     count[link] -= 1
                     if not count[link]:
                         del count[link]
-                if link not in low[f]:
-                    high_left[link] -= 1
-                    if not high_left[link]:
-                        released.append(link)
-        for link in released:
-            for g in users[link]:
-                if free(g):
-                    start(g)
+            state[f] = frozen
+            unfrozen -= 1
+        if unfrozen:
+            start_the_free()
     return rate
 
 
@@ -161,8 +165,8 @@ def _is_strict_priority(caps: Sequence[float], paths: Sequence[Sequence[int]], l
                 high_max[link] = max(high_max[link], rate[f])
 
     def bottleneck(f: int, link: int) -> bool:
-        full = caps[link] * (1 - SATURATED) - SATURATED
-        tie = rate[f] * (1 + SATURATED) + SATURATED
+        full = caps[link] * (1 - TOLERANCE) - TOLERANCE
+        tie = rate[f] * (1 + TOLERANCE) + TOLERANCE
         if link in low[f]:
             return all_sum[link] >= full and tie >= low_max[link]
         return high_sum[link] >= full and tie >= high_max[link]
@@ -185,8 +189,8 @@ def _refine(caps: Sequence[float], paths: Sequence[Sequence[int]], low: Sequence
                     high[link] += rate[f]
         vcaps = list(caps) + [max(0.0, c - h) for c, h in zip(caps, high, strict=True)]
         new = max_min(vcaps, vpaths)
-        if all(abs(a - b) <= SATURATED * max(1.0, a) for a, b in zip(new, rate, strict=True)):
-            return new
+        if all(abs(a - b) <= TOLERANCE * max(1.0, a) for a, b in zip(new, rate, strict=True)):
+            return new if _is_strict_priority(caps, paths, low, new) else None
         rate = new
     return None
 
