@@ -3,15 +3,18 @@ scenario, each job's CCT with max-min fair sharing (baseline) and with
 Symphony's per-switch priority for the flows that are not ahead.  Pure: the
 adapter from the experiment config lives elsewhere.
 
-    from experiments.oracle import ModelInput, simulate
-    result = simulate(model_input, "symphony", threshold=1)
+    from experiments.oracle import ModelInput, predict, simulate
+    result = simulate(model_input, "symphony", threshold=1)   # one variant, with its timeline
+    per_job = predict(model_input, threshold=1).jobs          # both, side by side
 """
 
 from .flowmodel import EPS_T, simulate
 from .inputs import CapacityChange, CrossDemand, Link, ModelError, ModelInput, RingJob, Straggle, check
+from .prediction import JobPrediction, Prediction, predict
 from .results import VARIANTS, JobResult, ModelResult, StepRecord, Transfer
 
 __all__ = [
-    "EPS_T", "VARIANTS", "CapacityChange", "CrossDemand", "JobResult", "Link", "ModelError", "ModelInput",
-    "ModelResult", "RingJob", "StepRecord", "Straggle", "Transfer", "check", "simulate",
+    "EPS_T", "VARIANTS", "CapacityChange", "CrossDemand", "JobPrediction", "JobResult", "Link", "ModelError",
+    "ModelInput", "ModelResult", "Prediction", "RingJob", "StepRecord", "Straggle", "Transfer", "check", "predict",
+    "simulate",
 ]

@@ -19,6 +19,7 @@ from experiments.oracle import (
     ModelInput,
     RingJob,
     Straggle,
+    predict,
     simulate,
 )
 from tests.experiments.oracle.nets import dumbbell, dumbbell_path, hosts, ring, star
@@ -256,3 +257,12 @@ def test_bad_variant_or_threshold():
         simulate(mi, "fast")
     with pytest.raises(ModelError, match="threshold"):
         simulate(mi, "symphony", -1)
+
+
+def test_predict_puts_both_variants_side_by_side():
+    # the victim case with threshold 0: B 4u -> 2u (-50 %), A 16u both
+    u = 8 * MS
+    jobs = predict(_victim(), threshold=0).jobs
+    assert jobs[2].as_dict() == approx({"baseline_cct_s": 4 * u, "symphony_cct_s": 2 * u,
+                                        "cct_change_pct": -50.0, "bound_s": 2 * u})
+    assert (jobs[1].baseline_cct_s, jobs[1].symphony_cct_s, jobs[1].cct_change_pct) == approx((16 * u, 16 * u, 0.0))
