@@ -1,39 +1,40 @@
-"""Topology builders and routes, as plain data (no Mininet, no I/O).
+"""Topology builders, as plain data (no Mininet, no I/O).
 
-A topology is a list of hosts, switches and links with per-class rate and
-delay.  Routes are destination-based, because the switch's `forward` table
-matches on the IPv4 destination only: every switch picks one egress port per
-destination host.  Among equal-cost next hops (a leaf's uplinks) it picks by
-a hash of the destination (its host index modulo the number of candidates),
-so routes are deterministic and flows to different hosts spread over the
-spines; ECMP per flow is out of scope.
-
-Kinds:
-- ``star``: one switch ``s1``, hosts h1..hN;
-- ``leafspine``: leaves l1..lL, spines p1..pS, every leaf linked to every
-  spine, hosts spread over the leaves in blocks (h1..hk on l1, ...);
-- ``dumbbell``: two switches s1, s2 joined by one fabric link (the
-  bottleneck), first half of the hosts on s1, the rest on s2.
-
-Host links are class "host", switch-to-switch links class "fabric".
+``build(TopoParams) -> TopoSpec``: hosts, switches and links with per-class
+rate and delay, and the egress queue depth of every switch port.  The values
+are taken as they come: the experiment config checks their ranges; build
+raises TopoError only where no topology can be made (an unknown kind, fewer
+hosts than leaves).  Kinds and address plan: docs/topologies.md.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 KINDS = ("star", "leafspine", "dumbbell")
 HOST_LINK = "host"
 FABRIC_LINK = "fabric"
 
-# Mininet's default address plan: hosts in 10.0.0.0/8, h<i> = 10.0.0.<i>
-IP_BASE = "10.0.0.0/8"
-MAX_HOSTS = 250
-
 
 class TopoError(ValueError):
-    """A bad [topology] table: the message names the key."""
+    """No topology or placement can be made as asked: the message names the key."""
+
+
+@dataclass(frozen=True)
+class TopoParams:
+    """A [topology] table.  Rates in Mb/s (None: unlimited; fabric None:
+    the host rate), delays in ms, the queue depth in packets (BMv2's default);
+    leaves and spines count for leafspine only."""
+
+    kind: str
+    hosts: int
+    host_rate_mbit: float | None = None
+    fabric_rate_mbit: float | None = None
+    host_delay_ms: float = 0.0
+    fabric_delay_ms: float = 0.0
+    queue_depth_pkts: int = 64
+    leaves: int = 2
+    spines: int = 1
 
 
 @dataclass(frozen=True)
@@ -63,20 +64,14 @@ class LinkSpec:
     delay_ms: float
 
 
-@dataclass(frozen=True)
-class Hop:
-    switch: str
-    in_port: int
-    out_port: int
-
-
 @dataclass
 class TopoSpec:
     kind: str
     hosts: list[HostSpec]
     switches: list[SwitchSpec]
     links: list[LinkSpec]
-    params: dict = field(default_factory=dict)
+    queue_depth: int                              # packets, every switch egress queue
+    params: dict = field(default_factory=dict)    # derived figures: leafspine oversubscription
 
     # --- lookups -------------------------------------------------------------
     def host(self, name: str) -> HostSpec:
@@ -126,14 +121,15 @@ class TopoSpec:
 
 def host_spec(i: int) -> HostSpec:
     n = i + 1
-    return HostSpec(f"h{n}", i, f"10.0.{n // 256}.{n % 256}", "00:00:00:00:%02x:%02x" % (n // 256, n % 256))
+    return HostSpec(f"h{n}", i, f"10.0.{n // 256}.{n % 256}", f"00:00:00:00:{n // 256:02x}:{n % 256:02x}")
 
 
 class _Builder:
-    def __init__(self, kind: str, host_rate, fabric_rate, host_delay, fabric_delay):
-        self.kind = kind
-        self.rates = {HOST_LINK: host_rate, FABRIC_LINK: fabric_rate}
-        self.delays = {HOST_LINK: host_delay, FABRIC_LINK: fabric_delay}
+    def __init__(self, p: TopoParams):
+        self.kind = p.kind
+        fabric_rate = p.host_rate_mbit if p.fabric_rate_mbit is None else p.fabric_rate_mbit
+        self.rates = {HOST_LINK: p.host_rate_mbit, FABRIC_LINK: fabric_rate}
+        self.delays = {HOST_LINK: p.host_delay_ms, FABRIC_LINK: p.fabric_delay_ms}
         self.hosts: list[HostSpec] = []
         self.switches: list[SwitchSpec] = []
         self.links: list[LinkSpec] = []
@@ -156,72 +152,36 @@ class _Builder:
         self.next_port[b] += 1
         self.links.append(LinkSpec(f"{a}-{b}", a, pa, b, pb, cls, self.rates[cls], self.delays[cls]))
 
-    def done(self, params: dict) -> TopoSpec:
-        return TopoSpec(self.kind, self.hosts, self.switches, self.links, params)
 
-
-def _num(table: dict, key: str, default, lo: float, integer: bool = False, allow_none=False):
-    v = table.get(key, default)
-    if v is None and allow_none:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and not isinstance(v, int)):
-        kind = "an integer" if integer else "a number"
-        raise TopoError(f"topology.{key}: expected {kind}, got {v!r}")
-    if v < lo:
-        raise TopoError(f"topology.{key}: must be >= {lo}, got {v!r}")
-    return v
-
-
-TOPO_KEYS = {"kind", "hosts", "leaves", "spines", "host_rate_mbit", "fabric_rate_mbit",
-             "host_delay_ms", "fabric_delay_ms", "queue_depth_pkts"}
-DEFAULT_QUEUE_DEPTH = 64     # BMv2's default egress queue depth, packets
-
-
-def build(table: dict) -> TopoSpec:
-    """Build a topology from the config's [topology] table."""
-    if not isinstance(table, dict):
-        raise TopoError("topology: expected a table")
-    unknown = sorted(set(table) - TOPO_KEYS)
-    if unknown:
-        raise TopoError(f"topology.{unknown[0]}: unknown key (known: {', '.join(sorted(TOPO_KEYS))})")
-    kind = table.get("kind")
-    if kind not in KINDS:
-        raise TopoError(f"topology.kind: expected one of {', '.join(KINDS)}, got {kind!r}")
-    n_hosts = _num(table, "hosts", None if kind != "dumbbell" else 4, 2, integer=True)
-    if n_hosts > MAX_HOSTS:
-        raise TopoError(f"topology.hosts: at most {MAX_HOSTS}, got {n_hosts}")
-    host_rate = _num(table, "host_rate_mbit", None, 0.001, allow_none=True)
-    fabric_rate = _num(table, "fabric_rate_mbit", host_rate, 0.001, allow_none=True)
-    host_delay = _num(table, "host_delay_ms", 0.0, 0.0)
-    fabric_delay = _num(table, "fabric_delay_ms", 0.0, 0.0)
-    depth = _num(table, "queue_depth_pkts", DEFAULT_QUEUE_DEPTH, 1, integer=True)
-    b = _Builder(kind, host_rate, fabric_rate, host_delay, fabric_delay)
-    params = {"queue_depth_pkts": depth}
-    if kind == "star":
+def build(p: TopoParams) -> TopoSpec:
+    """The topology of a [topology] table."""
+    if p.kind not in KINDS:
+        raise TopoError(f"topology.kind: expected one of {', '.join(KINDS)}, got {p.kind!r}")
+    b = _Builder(p)
+    params: dict = {}
+    if p.kind == "star":
         s = b.switch("s1", "star")
-        for _ in range(n_hosts):
+        for _ in range(p.hosts):
             b.link(b.host(), s, HOST_LINK)
-    elif kind == "dumbbell":
+    elif p.kind == "dumbbell":
         left, right = b.switch("s1", "left"), b.switch("s2", "right")
-        half = (n_hosts + 1) // 2
-        for i in range(n_hosts):
+        half = (p.hosts + 1) // 2
+        for i in range(p.hosts):
             b.link(b.host(), left if i < half else right, HOST_LINK)
         b.link(left, right, FABRIC_LINK)
     else:
-        n_leaves = _num(table, "leaves", 2, 1, integer=True)
-        n_spines = _num(table, "spines", 1, 1, integer=True)
-        if n_hosts < n_leaves:
-            raise TopoError(f"topology.hosts: need at least one host per leaf ({n_leaves}), got {n_hosts}")
-        leaves = [b.switch(f"l{i + 1}", "leaf") for i in range(n_leaves)]
-        spines = [b.switch(f"p{i + 1}", "spine") for i in range(n_spines)]
+        if p.hosts < p.leaves:
+            raise TopoError(f"topology.hosts: need at least one host per leaf ({p.leaves}), got {p.hosts}")
+        leaves = [b.switch(f"l{i + 1}", "leaf") for i in range(p.leaves)]
+        spines = [b.switch(f"p{i + 1}", "spine") for i in range(p.spines)]
         # blocks: leaf i gets hosts [start_i, start_{i+1}), sizes differing by at most one
-        for i in range(n_hosts):
-            b.link(b.host(), leaves[i * n_leaves // n_hosts], HOST_LINK)
+        for i in range(p.hosts):
+            b.link(b.host(), leaves[i * p.leaves // p.hosts], HOST_LINK)
         for leaf in leaves:
             for spine in spines:
                 b.link(leaf, spine, FABRIC_LINK)
-        params["oversubscription"] = oversubscription(b, leaves, n_spines)
-    return b.done(params)
+        params["oversubscription"] = oversubscription(b, leaves, p.spines)
+    return TopoSpec(p.kind, b.hosts, b.switches, b.links, p.queue_depth_pkts, params)
 
 
 def oversubscription(b: _Builder, leaves: list[str], n_spines: int) -> dict[str, float | None]:
@@ -234,58 +194,3 @@ def oversubscription(b: _Builder, leaves: list[str], n_spines: int) -> dict[str,
         out[leaf] = (None if not host_rate or not fabric_rate
                      else round(n_down * host_rate / (n_spines * fabric_rate), 6))
     return out
-
-
-# --- routes ----------------------------------------------------------------------
-
-def next_ports(topo: TopoSpec) -> dict[tuple[str, str], int]:
-    """(switch, destination host) -> egress port, for every pair.
-
-    Shortest paths (hop count) with hosts never used as transit; among equal
-    next hops the one at position (destination index mod count), ports in
-    ascending order."""
-    table = {}
-    for dst in topo.hosts:
-        dist = _distances(topo, dst.name)
-        for sw in topo.switches:
-            if sw.name not in dist:
-                continue
-            cands = sorted(port for port, (peer, _, _) in topo.ports(sw.name).items()
-                           if dist.get(peer) == dist[sw.name] - 1
-                           and (peer == dst.name or topo.is_switch(peer)))
-            table[(sw.name, dst.name)] = cands[dst.index % len(cands)]
-    return table
-
-
-def _distances(topo: TopoSpec, dst: str) -> dict[str, int]:
-    dist = {dst: 0}
-    queue = deque([dst])
-    while queue:
-        node = queue.popleft()
-        if node != dst and not topo.is_switch(node):
-            continue            # hosts do not forward
-        for peer, _, _ in topo.ports(node).values():
-            if peer not in dist:
-                dist[peer] = dist[node] + 1
-                queue.append(peer)
-    return dist
-
-
-def route(topo: TopoSpec, src: str, dst: str, table: dict | None = None) -> list[Hop]:
-    """Switch hops a packet from host src to host dst takes."""
-    table = table if table is not None else next_ports(topo)
-    hops = []
-    node, in_port = topo.access_switch(src)
-    while True:
-        out = table[(node, dst)]
-        hops.append(Hop(node, in_port, out))
-        peer, peer_port, _ = topo.ports(node)[out]
-        if peer == dst:
-            return hops
-        if len(hops) > len(topo.switches):
-            raise RuntimeError(f"routing loop from {src} to {dst}")
-        node, in_port = peer, peer_port
-
-
-def link_on_port(topo: TopoSpec, switch: str, port: int) -> LinkSpec:
-    return topo.ports(switch)[port][2]
