@@ -1,42 +1,29 @@
 """The control plane, one module for both targets (BMv2 and the twin).
 
-The pure half computes what every switch needs from the topology, its routes
-and the jobs' placement: `forward` entries, the job flows crossing each
-switch with their n_local, the per-port queue rate and depth, the hosts'
-static ARP entries.  The I/O half (``install``, ``dump_switch``) pushes them
-through a client with SimpleSwitchThriftAPI's methods: p4-utils'
-SimpleSwitchThriftAPI for bmv2, topologies.switch.twin.client.TwinClient for soft.
-
-n_local is per switch and job: the number of the job's ring flows whose path
-crosses that switch.  The P4 program keeps `step_count` and `frontier` per
-job (not per port), so a switch compares a flow with all the job's flows it
-sees; per-port counting would need per-port frontiers the program does not
-have.
-
-Mode: a job's transport decides where its step tag is (UDP source port, 14
-bits; TCP: the DSCP, 6 bits); its flows are installed with that mode, and a
-job larger than its tag can order (p4names.max_ranks: 64 ranks over UDP, 32
-over TCP) or a threshold beyond the tag's half range is refused.
-
-Queue rate: BMv2's set_queue_rate counts packets per second, not bytes, so
-on bmv2 a link's rate becomes rate_bit_s / (8 * ASSUMED_PACKET_BYTES) with
-full-size 1500-byte frames assumed; small packets (ACKs, CNPs) then take a
-full slot each, which under-uses the link when many small packets pass (in the
-demo about half the packets through a spine port are small).  The twin drains
-at the link's bit rate instead (set_queue_rate_bps: a frame holds the port for
-its length), as a real link does; rate_unit(target) says which one a target gets.
+The pure half (``plan``) computes what every switch needs from the topology,
+its routes and the placed jobs: `forward` entries, the job flows crossing it
+with their n_local, the per-port queue rate and depth.  The I/O half
+(``install``, ``dump_switch``) pushes a plan through a client with
+SimpleSwitchThriftAPI's methods (p4-utils' for bmv2, TwinClient for soft).
+What n_local counts, the transport modes and the queue rate units (packets/s
+on bmv2, bits/s on the twin): docs/topologies.md.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from contract import p4names
-from hosts.job import JobSpec
-from topologies.spec.placement import ring_flows
-from topologies.spec.topo import HOST_LINK, TopoSpec, next_ports, route
+from contract import p4names as pn
+from contract.tags import DSCP_TAG_BITS, TAG_BITS, tag_half
+from topologies.spec.placement import PlacedJob
+from topologies.spec.routes import next_ports, route
+from topologies.spec.topo import TopoSpec
+from topologies.switch import program
+from topologies.switch.params import EcnParams, SymphonyParams
 
-ASSUMED_PACKET_BYTES = 1500
+ASSUMED_PACKET_BYTES = 1500      # bmv2's packets/s queue rate assumes full-size frames
+RATE_UNITS = ("pps", "bps")
 
 
 def rate_to_pps(rate_mbit: float | None) -> int | None:
@@ -59,14 +46,18 @@ def rate_unit(target: str) -> str:
     return "bps" if target == "soft" else "pps"
 
 
+def _check_unit(unit: str) -> None:
+    if unit not in RATE_UNITS:
+        raise ValueError(f"queue rate unit must be 'pps' or 'bps', got {unit!r}")
+
+
 def set_port_rate(client, port: int, rate_mbit: float, unit: str = "pps") -> None:
     """One egress port's drain rate through the client, in the target's unit."""
+    _check_unit(unit)
     if unit == "bps":
         client.set_queue_rate_bps(rate_to_bps(rate_mbit), port)
-    elif unit == "pps":
-        client.set_queue_rate(rate_to_pps(rate_mbit), port)
     else:
-        raise ValueError(f"queue rate unit must be 'pps' or 'bps', got {unit!r}")
+        client.set_queue_rate(rate_to_pps(rate_mbit), port)
 
 
 @dataclass(frozen=True)
@@ -119,84 +110,81 @@ def forward_entries(topo: TopoSpec, table: dict | None = None) -> dict[str, list
     return out
 
 
-def flows_by_switch(topo: TopoSpec, specs: list[dict], table: dict | None = None
+def flows_by_switch(topo: TopoSpec, jobs: Sequence[PlacedJob], table: dict | None = None
                     ) -> dict[str, list[tuple[int, str, str, int]]]:
     """switch -> [(job id, src host, dst host, data port)] of the ring flows
     whose path crosses it, in job then rank order."""
     table = table if table is not None else next_ports(topo)
     out: dict[str, list] = {s.name: [] for s in topo.switches}
-    for spec in specs:
-        for src, dst, dport in ring_flows(spec):
+    for job in jobs:
+        for src, dst, dport in job.ring_flows():
             for hop in route(topo, src, dst, table):
-                out[hop.switch].append((spec["job"], src, dst, dport))
+                out[hop.switch].append((job.job, src, dst, dport))
     return out
 
 
-def n_local(topo: TopoSpec, specs: list[dict], table: dict | None = None) -> dict[tuple[str, int], int]:
+def n_local(topo: TopoSpec, jobs: Sequence[PlacedJob], table: dict | None = None) -> dict[tuple[str, int], int]:
     """(switch, job id) -> number of the job's ring flows crossing the switch."""
     counts: dict[tuple[str, int], int] = {}
-    for sw, flows in flows_by_switch(topo, specs, table).items():
+    for sw, flows in flows_by_switch(topo, jobs, table).items():
         for job, *_ in flows:
             counts[(sw, job)] = counts.get((sw, job), 0) + 1
     return counts
-
-
-def job_is_tcp(spec: dict) -> bool:
-    """The job's flows carry the step in the DSCP (TCP) rather than the UDP source port."""
-    return spec.get("transport", JobSpec.transport) == "tcp"
 
 
 def check_job(job: int, n_ranks: int, tcp: bool, threshold: int) -> None:
     """Refuse a job the program cannot track (ValueError, one line): a ring
     spreads up to N-1 steps, which must stay below the mode's serial half
     range and W; the outpacing threshold must be below the half range too."""
-    mode = (f"transport tcp carries the step in a {p4names.DSCP_TAG_BITS}-bit DSCP tag" if tcp else
-            f"transport udp carries the step in a {p4names.TAG_BITS}-bit source-port tag")
-    limit = p4names.max_ranks(tcp)
+    mode = (f"transport tcp carries the step in a {DSCP_TAG_BITS}-bit DSCP tag" if tcp else
+            f"transport udp carries the step in a {TAG_BITS}-bit source-port tag")
+    limit = pn.max_ranks(tcp)
     if n_ranks > limit:
-        raise ValueError(f"job {job}: {mode} and a {p4names.W}-slot window, so a ring of at most "
+        raise ValueError(f"job {job}: {mode} and a {pn.W}-slot window, so a ring of at most "
                          f"{limit} ranks, got {n_ranks}")
-    if not 0 <= threshold < p4names.tag_half(tcp):
+    if not 0 <= threshold < tag_half(tcp):
         raise ValueError(f"job {job}: {mode}, so symphony.threshold must be in "
-                         f"0..{p4names.tag_half(tcp) - 1}, got {threshold}")
+                         f"0..{tag_half(tcp) - 1}, got {threshold}")
 
 
-def check_jobs(specs: list[dict], threshold: int) -> None:
-    for spec in specs:
-        check_job(spec["job"], len(spec["ranks"]), job_is_tcp(spec), threshold)
+def check_jobs(jobs: Sequence[PlacedJob], threshold: int) -> None:
+    for job in jobs:
+        check_job(job.job, len(job.hosts), job.transport == "tcp", threshold)
 
 
-def flow_entries(topo: TopoSpec, specs: list[dict], threshold: int, enabled: bool,
-                 max_flows: int | None = None, max_jobs: int | None = None,
+def flow_entries(topo: TopoSpec, jobs: Sequence[PlacedJob], symphony: SymphonyParams,
+                 max_flows: int = pn.MAX_FLOWS, max_jobs: int = pn.MAX_JOBS,
                  table: dict | None = None) -> dict[str, tuple[list[FlowEntry], dict[int, int]]]:
     """switch -> (flow entries, job id -> slot).  Flow ids and job slots are
-    dense per switch, in job then rank order; raises ValueError when a switch
-    would need more than the program's register sizes."""
-    check_jobs(specs, threshold)
-    counts = n_local(topo, specs, table)
-    tcp = {spec["job"]: int(job_is_tcp(spec)) for spec in specs}
+    dense per switch, in job then rank order; raises ValueError for a job
+    the program cannot track or a switch that would need more than its
+    register sizes."""
+    check_jobs(jobs, symphony.threshold)
+    counts = n_local(topo, jobs, table)
+    tcp = {job.job: int(job.transport == "tcp") for job in jobs}
     out = {}
-    for sw, flows in flows_by_switch(topo, specs, table).items():
+    for sw, flows in flows_by_switch(topo, jobs, table).items():
         slots: dict[int, int] = {}
         entries = []
         for job, src, dst, dport in flows:
             slot = slots.setdefault(job, len(slots))
-            entries.append(FlowEntry(topo.host(src).ip, topo.host(dst).ip, dport, len(entries), slot,
-                                     job, counts[(sw, job)], threshold, int(bool(enabled)), tcp[job]))
-        if max_flows is not None and len(entries) > max_flows:
+            entries.append(FlowEntry(topo.host(src).ip, topo.host(dst).ip, dport, len(entries), slot, job,
+                                     counts[(sw, job)], symphony.threshold, int(symphony.enabled), tcp[job]))
+        if len(entries) > max_flows:
             raise ValueError(f"switch {sw}: {len(entries)} job flows exceed the program's {max_flows} flow slots")
-        if max_jobs is not None and len(slots) > max_jobs:
+        if len(slots) > max_jobs:
             raise ValueError(f"switch {sw}: {len(slots)} jobs exceed the program's {max_jobs} job slots")
         out[sw] = (entries, slots)
     return out
 
 
-def port_queues(topo: TopoSpec, depth: int) -> dict[str, list[PortQueue]]:
+def port_queues(topo: TopoSpec) -> dict[str, list[PortQueue]]:
     """Every switch egress port drains at its link's rate (the twin and BMv2
     queue there, where the program sees the depth)."""
     out = {}
     for sw in topo.switches:
-        out[sw.name] = [PortQueue(port, link.name, rate_to_pps(link.rate_mbit), depth, rate_to_bps(link.rate_mbit))
+        out[sw.name] = [PortQueue(port, link.name, rate_to_pps(link.rate_mbit), topo.queue_depth,
+                                  rate_to_bps(link.rate_mbit))
                         for port, (_, _, link) in sorted(topo.ports(sw.name).items())]
     return out
 
@@ -207,19 +195,14 @@ def arp_entries(topo: TopoSpec) -> dict[str, list[tuple[str, str]]]:
     return {h.name: [(o.ip, o.mac) for o in topo.hosts if o.name != h.name] for h in topo.hosts}
 
 
-def plan(topo: TopoSpec, specs: list[dict], threshold: int, enabled: bool,
-         depth: int, max_flows: int | None = None, max_jobs: int | None = None) -> dict[str, SwitchPlan]:
+def plan(topo: TopoSpec, jobs: Sequence[PlacedJob], symphony: SymphonyParams) -> dict[str, SwitchPlan]:
+    """What every switch gets; ValueError before anything is installed for
+    a job or a switch load the program cannot track."""
     table = next_ports(topo)
     fwd = forward_entries(topo, table)
-    flows = flow_entries(topo, specs, threshold, enabled, max_flows, max_jobs, table)
-    queues = port_queues(topo, depth)
+    flows = flow_entries(topo, jobs, symphony, table=table)
+    queues = port_queues(topo)
     return {s.name: SwitchPlan(s.name, fwd[s.name], flows[s.name][0], queues[s.name], flows[s.name][1])
-            for s in topo.switches}
-
-
-def host_link_ports(topo: TopoSpec) -> dict[str, list[int]]:
-    """switch -> ports facing hosts."""
-    return {s.name: [p for p, (_, _, link) in sorted(topo.ports(s.name).items()) if link.cls == HOST_LINK]
             for s in topo.switches}
 
 
@@ -229,28 +212,24 @@ def host_link_ports(topo: TopoSpec) -> dict[str, list[int]]:
 # for soft).  Egress ports always count from 1 here: the Thrift API takes
 # port 0 (falsy) as "all ports".
 
-def install(client, plan: SwitchPlan, ecn: dict, symphony: dict, rate_unit: str = "pps") -> None:
+def install(client, plan: SwitchPlan, ecn: EcnParams, symphony: SymphonyParams, rate_unit: str = "pps") -> None:
     """Forwarding, job flows with their initial register state, ECN
     parameters, queue rate and depth per egress port.  The program-specific
-    encodings (track() parameters, job start state, queue_ecn ranges,
-    sym_ecn) are topologies.switch.program's.  rate_unit: "pps" (bmv2's
+    encodings are topologies.switch.program's.  rate_unit: "pps" (bmv2's
     set_queue_rate) or "bps" (the twin's set_queue_rate_bps)."""
-    if rate_unit not in ("pps", "bps"):
-        raise ValueError(f"queue rate unit must be 'pps' or 'bps', got {rate_unit!r}")
-    from contract import p4names as pn
-    from topologies.switch import program as ss
+    _check_unit(rate_unit)
     for e in plan.forward:
         client.table_add(pn.FORWARD, "ipv4_forward", [e.prefix], [e.dst_mac, str(e.port)])
     for f in plan.flows:
-        ss.add_flow(client, f.src_ip, f.dst_ip, f.dport, f.flow_id, f.job_slot, f.n_local, f.threshold, f.enabled,
-                    f.tcp)
+        program.add_flow(client, f.src_ip, f.dst_ip, f.dport, f.flow_id, f.job_slot, f.n_local, f.threshold,
+                         f.enabled, f.tcp)
     for job, slot in plan.jobs.items():
-        # DESIGN.md: flows and frontier start at the step before the first
-        # (0), in the job's tag width (all its flows share the mode)
+        # flows and frontier start at the step before the first (0), in the
+        # job's tag width (all its flows share the mode)
         flows = [f for f in plan.flows if f.job == job]
-        ss.install_job(client, slot, [f.flow_id for f in flows], first_step=0, tcp=flows[0].tcp)
-    ss.install_queue_ecn(client, int(ecn["kmin"]), int(ecn["kmax"]), float(ecn["pmax"]))
-    ss.install_sym_ecn(client, int(symphony.get("k_sym", pn.K_SYM_DEFAULT)), float(symphony.get("p_sym", 1.0)))
+        program.install_job(client, slot, [f.flow_id for f in flows], first_step=0, tcp=flows[0].tcp)
+    program.install_queue_ecn(client, ecn.kmin, ecn.kmax, ecn.pmax)
+    program.install_sym_ecn(client, symphony.k_sym, symphony.p_sym)
     verify_entries(client, plan)
     for q in plan.queues:
         if q.port < 1:
@@ -265,7 +244,6 @@ def install(client, plan: SwitchPlan, ecn: dict, symphony: dict, rate_unit: str 
 def verify_entries(client, plan: SwitchPlan) -> None:
     """p4-utils' Thrift API prints an error and carries on when an entry is
     refused: count the entries back where the client can."""
-    from contract import p4names as pn
     count = getattr(client, "table_num_entries", None)
     if count is None:
         return
@@ -290,7 +268,6 @@ def dump_switch(client, plan: SwitchPlan) -> dict:
     """Every register (whole arrays) and every counter cell the plan uses
     (flow counters at its flow ids, port counters at its ports; cells no
     flow or port maps to stay zero), with the flow table for reference."""
-    from contract import p4names as pn
     registers = {name: [int(x) for x in client.register_read(name)] for name in pn.REGISTERS}
     flow_ids = [f.flow_id for f in plan.flows]
     ports = [q.port for q in plan.queues]

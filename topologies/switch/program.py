@@ -17,6 +17,7 @@ cells on Tofino2; the caller converts Kmin, Kmax and K_sym.
 from __future__ import annotations
 
 from contract import p4names as N
+from contract.tags import tag_half, tag_mask
 
 QDEPTH_MAX = (1 << N.QDEPTH_BITS) - 1
 
@@ -38,7 +39,7 @@ def job_install_writes(job_slot: int, flow_ids: list[int], first_step: int,
     at zero."""
     if not 0 <= job_slot < N.MAX_JOBS:
         raise ValueError(f"job_slot must be in 0..{N.MAX_JOBS - 1}, got {job_slot}")
-    before = (first_step - 1) & N.tag_mask(tcp)
+    before = (first_step - 1) & tag_mask(tcp)
     writes = []
     for f in flow_ids:
         if not 0 <= f < N.MAX_FLOWS:
@@ -67,7 +68,7 @@ def track_params(flow_id: int, job_slot: int, n_local: int, threshold: int, enab
         raise ValueError(f"job_slot must be in 0..{N.MAX_JOBS - 1}, got {job_slot}")
     if not 1 <= n_local <= 255:
         raise ValueError(f"n_local must be in 1..255, got {n_local}")
-    half = N.tag_half(tcp)
+    half = tag_half(tcp)
     if not 0 <= threshold < half:
         mode = "TCP (6-bit DSCP tag)" if tcp else "UDP (14-bit tag)"
         raise ValueError(f"threshold must be in 0..{half - 1} for {mode}, got {threshold}")
@@ -117,10 +118,6 @@ def install_queue_ecn(client, kmin: int, kmax: int, pmax: float) -> int:
     return len(entries)
 
 
-def disable_queue_ecn(client) -> None:
-    client.table_clear(N.QUEUE_ECN)
-
-
 def sym_ecn_params(k_sym: int = N.K_SYM_DEFAULT, p_sym: float = 1.0) -> list[str]:
     if not 0 <= k_sym <= QDEPTH_MAX:
         raise ValueError(f"K_sym must be in 0..{QDEPTH_MAX}, got {k_sym}")
@@ -129,12 +126,3 @@ def sym_ecn_params(k_sym: int = N.K_SYM_DEFAULT, p_sym: float = 1.0) -> list[str
 
 def install_sym_ecn(client, k_sym: int = N.K_SYM_DEFAULT, p_sym: float = 1.0) -> None:
     client.table_set_default(N.SYM_ECN, "set_sym_ecn", sym_ecn_params(k_sym, p_sym))
-
-
-def queue_mark_probability(q: int, kmin: int, kmax: int, pmax: float) -> float:
-    """The ideal marking probability the entries approximate (for tests)."""
-    if q > kmax:
-        return 1.0
-    if q <= kmin:
-        return 0.0
-    return pmax * (q - kmin) / (kmax - kmin)

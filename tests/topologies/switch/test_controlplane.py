@@ -1,13 +1,83 @@
-"""The control plane's I/O half against a recording client (the calls BMv2's
-SimpleSwitchThriftAPI and the twin both take), no switch needed."""
+"""The control plane: its pure plans (n_local, flow ids and slots, forward
+entries, queue rates, ARP), and its I/O half against a recording client (the
+calls BMv2's SimpleSwitchThriftAPI and the twin both take) and the twin's
+pure pipeline, no switch needed."""
 
 import pytest
 
 from contract import p4names as pn
-from contract.tags import TAG_MASK
-from topologies.spec.placement import place_jobs
-from topologies.spec.topo import build, route
+from contract.tags import TAG_MASK, tag_dscp, tag_port
+from tests.harness.specs import place, topo
+from topologies.spec.placement import JobRequest, PlacedJob
+from topologies.spec.routes import route
 from topologies.switch import controlplane as cp
+from topologies.switch.params import EcnParams, SymphonyParams
+from topologies.switch.twin import packets
+from topologies.switch.twin.pipeline import Pipeline
+
+ECN = EcnParams(kmin=4, kmax=8, pmax=0.5)
+
+
+def leafspine(hosts, leaves, spines, **kw):
+    return topo("leafspine", hosts, kw.pop("rate", 20), leaves=leaves, spines=spines, **kw)
+
+
+# --- pure: what every switch gets ---------------------------------------------
+
+def test_n_local_counts_the_jobs_flows_crossing_each_switch():
+    t = leafspine(8, 2, 2)
+    job, = place(t, 4)
+    # ring h1 -> h5 -> h2 -> h6 -> h1: all four flows cross both leaves;
+    # spines by destination: h5 (idx 4) p1, h2 (idx 1) p2, h6 (idx 5) p2, h1 (idx 0) p1
+    counts = cp.n_local(t, [job])
+    assert counts == {("l1", 1): 4, ("l2", 1): 4, ("p1", 1): 2, ("p2", 1): 2}
+
+
+def test_flow_entries_dense_ids_slots_and_limits():
+    t = topo("star", 4)
+    jobs = place(t, 2, 2)
+    flows = cp.flow_entries(t, jobs, SymphonyParams(threshold=2))
+    entries, slots = flows["s1"]
+    assert [e.flow_id for e in entries] == [0, 1, 2, 3]
+    assert slots == {1: 0, 2: 1}
+    assert [(e.job_slot, e.n_local, e.dport, e.enabled, e.threshold) for e in entries] == [
+        (0, 2, 5000, 1, 2), (0, 2, 5000, 1, 2), (1, 2, 5010, 1, 2), (1, 2, 5010, 1, 2)]
+    base = cp.flow_entries(t, jobs, SymphonyParams(threshold=2, enabled=False))["s1"][0]
+    assert {e.enabled for e in base} == {0}
+    with pytest.raises(ValueError, match="flow slots"):
+        cp.flow_entries(t, jobs, SymphonyParams(threshold=2), max_flows=3)
+    with pytest.raises(ValueError, match="job slots"):
+        cp.flow_entries(t, jobs, SymphonyParams(threshold=2), max_jobs=1)
+
+
+def test_forward_entries_cover_every_host_on_every_switch():
+    t = leafspine(6, 3, 2)
+    fwd = cp.forward_entries(t)
+    for sw in t.switches:
+        assert sorted(e.prefix for e in fwd[sw.name]) == sorted(f"{h.ip}/32" for h in t.hosts)
+    h6 = t.host("h6")
+    entry, = [e for e in fwd["p1"] if e.prefix == f"{h6.ip}/32"]
+    assert entry.dst_mac == h6.mac
+    peer, _, _ = t.ports("p1")[entry.port]
+    assert peer == t.access_switch("h6")[0]
+
+
+def test_queue_rates_in_packets_per_second():
+    assert cp.rate_to_pps(12) == 1000          # 12 Mb/s / (8 x 1500 B)
+    assert cp.rate_to_pps(None) is None
+    t = topo("dumbbell", 2, 12, fabric_rate_mbit=6, queue_depth_pkts=30)
+    qs = cp.port_queues(t)["s1"]
+    assert [(q.port, q.link, q.pps, q.depth) for q in qs] == [(1, "h1-s1", 1000, 30), (2, "s1-s2", 500, 30)]
+    assert [q.bps for q in qs] == [12_000_000, 6_000_000]     # the twin's unit: the link's bits/s
+    assert cp.rate_to_bps(None) is None
+
+
+def test_arp_entries_all_pairs():
+    arp = cp.arp_entries(topo("star", 3))
+    assert arp["h1"] == [("10.0.0.2", "00:00:00:00:00:02"), ("10.0.0.3", "00:00:00:00:00:03")]
+
+
+# --- I/O: a plan through a client ------------------------------------------------
 
 
 class Recorder:
@@ -36,18 +106,15 @@ class Recorder:
 
 @pytest.fixture
 def installed():
-    topo = build({"kind": "leafspine", "hosts": 4, "leaves": 2, "spines": 1,
-                  "host_rate_mbit": 12, "fabric_rate_mbit": 6, "queue_depth_pkts": 40})
-    specs = place_jobs(topo, [{"ranks": 4}])
-    plans = cp.plan(topo, specs, threshold=3, enabled=True, depth=40)
+    t = leafspine(4, 2, 1, rate=12, fabric_rate_mbit=6, queue_depth_pkts=40)
+    plans = cp.plan(t, place(t, 4), SymphonyParams(threshold=3))
     client = Recorder()
-    cp.install(client, plans["l1"], {"kmin": 4, "kmax": 8, "pmax": 0.5},
-               {"k_sym": 2, "p_sym": 0.25})
-    return topo, plans["l1"], client
+    cp.install(client, plans["l1"], ECN, SymphonyParams(threshold=3, k_sym=2, p_sym=0.25))
+    return t, plans["l1"], client
 
 
 def test_forward_and_flow_entries_in_bmv2_formats(installed):
-    topo, plan, client = installed
+    _, plan, client = installed
     fwd = client.of("table_add")
     assert ("forward", "ipv4_forward", ["10.0.0.3/32"], ["00:00:00:00:00:03", "3"]) in fwd
     tracks = [c for c in fwd if c[0] == "symphony_flows"]
@@ -85,11 +152,10 @@ def test_queue_rate_and_depth_per_port_never_port_zero(installed):
 
 def test_twin_queues_drain_at_the_links_bit_rate():
     # the soft target: the same ports and depths, rates in bits/s, no pps call
-    topo = build({"kind": "leafspine", "hosts": 4, "leaves": 2, "spines": 1,
-                  "host_rate_mbit": 12, "fabric_rate_mbit": 6, "queue_depth_pkts": 40})
-    plans = cp.plan(topo, place_jobs(topo, [{"ranks": 4}]), threshold=3, enabled=True, depth=40)
+    t = leafspine(4, 2, 1, rate=12, fabric_rate_mbit=6, queue_depth_pkts=40)
+    plans = cp.plan(t, place(t, 4), SymphonyParams(threshold=3))
     client = Recorder()
-    cp.install(client, plans["l1"], {"kmin": 4, "kmax": 8, "pmax": 0.5}, {}, cp.rate_unit("soft"))
+    cp.install(client, plans["l1"], ECN, SymphonyParams(), cp.rate_unit("soft"))
     assert client.of("set_queue_depth") == [(40, 1), (40, 2), (40, 3)]
     assert client.of("set_queue_rate_bps") == [(12_000_000, 1), (12_000_000, 2), (6_000_000, 3)]
     assert client.of("set_queue_rate") == []
@@ -99,7 +165,7 @@ def test_twin_queues_drain_at_the_links_bit_rate():
     cp.set_port_rate(client, 3, 0.6, "pps")
     assert client.of("set_queue_rate_bps")[-1] == (600_000, 3) and client.of("set_queue_rate") == [(50, 3)]
     with pytest.raises(ValueError, match="unit"):
-        cp.install(Recorder(), plans["l1"], {"kmin": 4, "kmax": 8, "pmax": 0.5}, {}, "bytes")
+        cp.install(Recorder(), plans["l1"], ECN, SymphonyParams(), "bytes")
 
 
 def test_dump_reads_every_register_and_the_used_counters(installed):
@@ -114,15 +180,12 @@ def test_dump_reads_every_register_and_the_used_counters(installed):
     assert dump["jobs"] == {"1": 0}
 
 
-
-
 # --- the plan installed into the twin's pure pipeline: packets follow the routes
 
 class PipelineClient:
     """The twin's pure pipeline plus the two queue calls its process handles."""
 
     def __init__(self):
-        from topologies.switch.twin.pipeline import Pipeline
         self.pipe = Pipeline(seed=1)
         self.queues = {}
 
@@ -136,12 +199,9 @@ class PipelineClient:
         self.queues.setdefault(port, {})["pps"] = pps
 
 
-
-
 def walk(topo, switches, src, dst, sport, dport, qdepth=0, **build_kw):
     """Send one frame from host src hop by hop through the pipelines; returns
     (host reached, frame there, switches crossed)."""
-    from topologies.switch.twin import packets
     s, d = topo.host(src), topo.host(dst)
     frame = packets.build(s.ip, d.ip, sport=sport, dport=dport, ecn=2, eth_src=s.mac, eth_dst=d.mac, **build_kw)
     node, port = topo.access_switch(src)
@@ -155,15 +215,13 @@ def walk(topo, switches, src, dst, sport, dport, qdepth=0, **build_kw):
 
 
 def test_installed_plan_routes_marks_and_counts_in_the_twin_pipeline():
-    from contract.tags import tag_port
-    from topologies.switch.twin import packets
-    topo = build({"kind": "leafspine", "hosts": 6, "leaves": 3, "spines": 2, "host_rate_mbit": 10})
-    specs = place_jobs(topo, [{"ranks": 3}])
-    plans = cp.plan(topo, specs, threshold=1, enabled=True, depth=64)
+    topo = leafspine(6, 3, 2, rate=10, fabric_rate_mbit=None)
+    job, = place(topo, 3)
+    plans = cp.plan(topo, [job], SymphonyParams())
     switches = {}
     for name, p in plans.items():
         switches[name] = PipelineClient()
-        cp.install(switches[name], p, {"kmin": 2, "kmax": 6, "pmax": 0.2}, {"k_sym": 1, "p_sym": 1.0})
+        cp.install(switches[name], p, EcnParams(kmin=2, kmax=6, pmax=0.2), SymphonyParams(k_sym=1, p_sym=1.0))
     for src in topo.hosts:
         for dst in topo.hosts:
             if src != dst:
@@ -172,9 +230,8 @@ def test_installed_plan_routes_marks_and_counts_in_the_twin_pipeline():
                 assert packets.fields(frame)["eth_dst"] == dst.mac
                 assert crossed == [h.switch for h in route(topo, src.name, dst.name)]
     # a ring flow's packet past Kmax arrives CE and is counted at each switch it crossed
-    ring = [r["host"] for r in specs[0]["ranks"]]
-    a, b = ring[0], ring[1]
-    reached, frame, crossed = walk(topo, switches, a, b, tag_port(0), specs[0]["data_port"], qdepth=7)
+    a, b = job.hosts[0], job.hosts[1]
+    reached, frame, crossed = walk(topo, switches, a, b, tag_port(0), job.data_port, qdepth=7)
     assert reached == b and packets.fields(frame)["ecn"] == 3
     marks = []
     for sw in crossed:
@@ -183,11 +240,11 @@ def test_installed_plan_routes_marks_and_counts_in_the_twin_pipeline():
         marks.append(sum(c["packets"] for c in dump["counters"]["queue_marks"].values()))
     assert marks[0] == 1 and sum(marks) == 1      # later switches see CE, no longer ECT
     # with no queue nothing is marked, even an outpacing flow (K_sym = 1)
-    _, frame, _ = walk(topo, switches, a, b, tag_port(1), specs[0]["data_port"], qdepth=0)
+    _, frame, _ = walk(topo, switches, a, b, tag_port(1), job.data_port, qdepth=0)
     assert packets.fields(frame)["ecn"] == 2
     # one packet waiting, below Kmin: only Symphony marks, since this flow runs
     # ahead of the job's other flows (step 2, frontier still before step 0)
-    _, frame, crossed = walk(topo, switches, a, b, tag_port(2), specs[0]["data_port"], qdepth=1)
+    _, frame, crossed = walk(topo, switches, a, b, tag_port(2), job.data_port, qdepth=1)
     assert packets.fields(frame)["ecn"] == 3
     dump = cp.dump_switch(switches[crossed[0]], plans[crossed[0]])
     assert sum(c["packets"] for c in dump["counters"]["sym_marks"].values()) == 1
@@ -195,38 +252,36 @@ def test_installed_plan_routes_marks_and_counts_in_the_twin_pipeline():
 
 
 def test_refused_entries_fail_the_install():
-    topo = build({"kind": "star", "hosts": 2})
-    plans = cp.plan(topo, place_jobs(topo, [{"ranks": 2}]), threshold=1, enabled=True, depth=64)
+    t = topo("star", 2)
+    plans = cp.plan(t, place(t, 2), SymphonyParams())
     with pytest.raises(RuntimeError, match="table forward holds 1 entries, 2 installed"):
-        cp.install(Recorder(refused=1), plans["s1"], {"kmin": 1, "kmax": 2, "pmax": 0.1}, {})
+        cp.install(Recorder(refused=1), plans["s1"], EcnParams(kmin=1, kmax=2, pmax=0.1), SymphonyParams())
 
 
 def test_tcp_job_installed_in_its_mode_and_tracked_by_dscp():
     """A TCP job's flows carry tcp = 1 and start at the 6-bit tag before step
     0 (63); its segments are counted by (src, dst, TCP dport) with the step
     in the DSCP, next to a UDP job on the same switches."""
-    from contract.tags import tag_dscp, tag_port
-    from topologies.switch.twin import packets
-    topo = build({"kind": "leafspine", "hosts": 4, "leaves": 2, "spines": 1, "host_rate_mbit": 10})
-    specs = place_jobs(topo, [{"ranks": 4, "transport": "tcp"}, {"ranks": 2, "transport": "udp"}])
-    plans = cp.plan(topo, specs, threshold=1, enabled=True, depth=64)
+    topo = leafspine(4, 2, 1, rate=10, fabric_rate_mbit=None)
+    jobs = place(topo, JobRequest(1, 4, 5000, "tcp"), JobRequest(2, 2, 5010, "udp"))
+    plans = cp.plan(topo, jobs, SymphonyParams())
     client = Recorder()
-    cp.install(client, plans["l1"], {"kmin": 5, "kmax": 20, "pmax": 0.2}, {})
+    cp.install(client, plans["l1"], EcnParams(), SymphonyParams())
     tracks = [c for c in client.of("table_add") if c[0] == "symphony_flows"]
-    tcp_port, udp_port = specs[0]["data_port"], specs[1]["data_port"]
+    tcp_port, udp_port = jobs[0].data_port, jobs[1].data_port
     assert {t[3][5] for t in tracks if t[2][2] == str(tcp_port)} == {"1"}
     assert {t[3][5] for t in tracks if t[2][2] == str(udp_port)} == {"0"}
     writes = client.of("register_write")
     tcp_ids = [f.flow_id for f in plans["l1"].flows if f.tcp]
     assert tcp_ids and all(("flow_step", i, pn.DSCP_TAG_MASK) in writes for i in tcp_ids)
-    assert ("frontier", plans["l1"].jobs[specs[0]["job"]], pn.DSCP_TAG_MASK) in writes
-    assert ("frontier", plans["l1"].jobs[specs[1]["job"]], TAG_MASK) in writes
+    assert ("frontier", plans["l1"].jobs[jobs[0].job], pn.DSCP_TAG_MASK) in writes
+    assert ("frontier", plans["l1"].jobs[jobs[1].job], TAG_MASK) in writes
 
     switches = {}
     for name, p in plans.items():
         switches[name] = PipelineClient()
-        cp.install(switches[name], p, {"kmin": 5, "kmax": 20, "pmax": 0.2}, {"k_sym": 1, "p_sym": 1.0})
-    a, b = (r["host"] for r in specs[0]["ranks"][:2])
+        cp.install(switches[name], p, EcnParams(), SymphonyParams(k_sym=1, p_sym=1.0))
+    a, b = jobs[0].hosts[:2]
     tcp = dict(proto="tcp")
     for step in (0, 1):
         reached, frame, crossed = walk(topo, switches, a, b, 40001, tcp_port, qdepth=1, dscp=tag_dscp(step), **tcp)
@@ -245,8 +300,7 @@ def test_tcp_job_installed_in_its_mode_and_tracked_by_dscp():
 
 
 def _ring(job, n, transport):
-    return {"job": job, "data_port": 5000, "transport": transport,
-            "ranks": [{"rank": r, "ip": f"10.0.{r // 200}.{r % 200 + 1}"} for r in range(n)]}
+    return PlacedJob(job, 5000, transport, tuple(f"h{r + 1}" for r in range(n)))
 
 
 def test_jobs_larger_than_their_tag_are_refused():
@@ -260,6 +314,6 @@ def test_jobs_larger_than_their_tag_are_refused():
         cp.check_jobs([_ring(5, 4, "tcp")], threshold=32)
     cp.check_jobs([_ring(6, 4, "udp")], threshold=32)
     # the plan refuses them before anything is installed
-    topo = build({"kind": "star", "hosts": 2})
+    t = topo("star", 2)
     with pytest.raises(ValueError, match="threshold"):
-        cp.plan(topo, place_jobs(topo, [{"ranks": 2, "transport": "tcp"}]), threshold=40, enabled=True, depth=64)
+        cp.plan(t, place(t, 2, transport="tcp"), SymphonyParams(threshold=40))

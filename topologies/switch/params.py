@@ -1,0 +1,31 @@
+"""What the control plane installs besides routes and flows: the [ecn] and
+[symphony] tables, typed.  Defaults here are THE defaults (the experiment
+config reads them); their ranges are the config's to check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from contract.p4names import K_SYM_DEFAULT
+
+
+@dataclass(frozen=True)
+class EcnParams:
+    """DCQCN/RED marking on every egress queue: probability ramps from 0 at
+    kmin to pmax at kmax (packets), always past kmax."""
+
+    kmin: int = 5
+    kmax: int = 20
+    pmax: float = 0.2
+
+
+@dataclass(frozen=True)
+class SymphonyParams:
+    """threshold: steps ahead of the job's frontier a flow may run before it
+    is marked; k_sym/p_sym: the queue depth and probability of that mark;
+    enabled False installs the flows as the baseline (tracked, never marked)."""
+
+    threshold: int = 1
+    k_sym: int = K_SYM_DEFAULT
+    p_sym: float = 1.0
+    enabled: bool = True
