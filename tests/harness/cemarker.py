@@ -45,9 +45,9 @@ if str(REPO) not in sys.path:
 
 from contract.tags import ECN_CE  # noqa: E402
 from topologies.network.intf import host_sysctls, ipv6_off, offloads_off  # noqa: E402
-from topologies.network.lab import remove_by_prefix  # noqa: E402
-from topologies.network.lab import sh as _sh  # noqa: E402
 from topologies.network.names import PREFIX, check_ifname, new_lab_id  # noqa: E402
+from topologies.network.shell import remove_by_prefix  # noqa: E402
+from topologies.network.shell import sh as _sh  # noqa: E402
 from topologies.switch.twin.switch import ETH_P_ALL, PACKET_OUTGOING  # noqa: E402
 
 

@@ -17,8 +17,8 @@ import argparse
 import os
 import sys
 
-from topologies.network.lab import list_links, list_netns, sh
 from topologies.network.names import PREFIX
+from topologies.network.shell import remove_by_prefix
 from topologies.network.state import clean_state, owner_alive, read_states, remove_orphan_sock_dirs
 
 
@@ -46,19 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.id:
         print(f"clean-net: removed {len(removed)} item(s)")
         return 0
-    for ns in list_netns():
-        if ns.startswith(PREFIX) and not any(p and ns.startswith(p) for p in live_prefixes):
-            for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
-                try:
-                    os.kill(int(pid), 9)
-                except (ProcessLookupError, ValueError):
-                    pass
-            sh("ip", "netns", "del", ns, check=False)
-            removed.append(ns)
-    for link in list_links():
-        if link.startswith(PREFIX) and not any(p and link.startswith(p) for p in live_prefixes):
-            sh("ip", "link", "del", link, check=False)
-            removed.append(link)
+    removed += remove_by_prefix(PREFIX, PREFIX, keep=live_prefixes)
     removed += remove_orphan_sock_dirs()
     print(f"clean-net: removed {len(removed)} item(s)" + (": " + " ".join(removed) if removed else ""))
     return 0

@@ -14,15 +14,12 @@ import subprocess
 from dataclasses import dataclass, field
 
 from topologies.network.intf import host_sysctls, offloads_off, switch_port_commands
+from topologies.network.links import htb
 from topologies.network.names import PREFIX, check_ifname, new_lab_id
+from topologies.network.shell import remove_by_prefix, sh
 from topologies.network.state import StateFile
 
 SUBNET = "10.77.{lab}.{host}"
-
-
-def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(args, check=check, capture_output=True, text=True)
-
 
 @dataclass
 class LabHost:
@@ -82,15 +79,11 @@ class Lab:
         for args in host_sysctls():
             sh(*inns, *args)
         if self.rate_mbit:
-            self._limit(list(inns), "eth0")
-            self._limit([], root_if)
+            for args in htb("eth0", self.rate_mbit):
+                sh(*inns, "tc", *args)
+            for args in htb(root_if, self.rate_mbit):
+                sh("tc", *args)
         return host
-
-    def _limit(self, prefix: list[str], dev: str) -> None:
-        rate = f"{self.rate_mbit}mbit"
-        sh(*prefix, "tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1")
-        sh(*prefix, "tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1",
-           "htb", "rate", rate, "ceil", rate)
 
     def exec(self, i: int, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         return sh("ip", "netns", "exec", self.hosts[i].netns, *args, check=check)
@@ -122,38 +115,3 @@ class Lab:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def list_netns() -> list[str]:
-    out = sh("ip", "netns", "list", check=False).stdout
-    return [line.split()[0] for line in out.splitlines() if line.strip()]
-
-
-def list_links() -> list[str]:
-    out = sh("ip", "-o", "link", "show", check=False).stdout
-    names = []
-    for line in out.splitlines():
-        name = line.split(":", 2)[1].strip().split("@")[0]
-        names.append(name)
-    return names
-
-
-def remove_by_prefix(netns_prefix: str, link_prefix: str) -> list[str]:
-    """Delete namespaces and root-namespace links with these prefixes; killing
-    what still runs inside a namespace first.  Returns what it removed."""
-    removed = []
-    for ns in list_netns():
-        if ns.startswith(netns_prefix):
-            pids = sh("ip", "netns", "pids", ns, check=False).stdout.split()
-            for pid in pids:
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
-            sh("ip", "netns", "del", ns, check=False)
-            removed.append(ns)
-    for link in list_links():
-        if link.startswith(link_prefix):
-            sh("ip", "link", "del", link, check=False)
-            removed.append(link)
-    return removed

@@ -1,16 +1,9 @@
-"""Per-network state files under /run/symphony/: every pid a network starts,
-the network namespaces of its hosts and its interface prefix, so that
-`make clean-net` can remove what a crashed run left behind by pid and by this
-project's names, never by process name.
-
-Each network also gets a short directory of its own, /run/symphony/<id>/,
-for its switches' control sockets: a Unix socket path holds at most 107
-bytes, which a run directory under a deep ``--out`` or pytest's tmp_path
-easily exceeds.  The state file records it, so clean-net removes it too.
-
-A pid is stored with its start time (field 22 of /proc/<pid>/stat), and is
-only killed when that still matches: a pid reused by an unrelated process
-after a crash is left alone.
+"""Per-network state files under /run/symphony/<id>.json: every pid a network
+starts (with its start time, so a reused pid is never killed), its hosts'
+namespaces and its interface prefix, so `make clean-net` can remove what a
+crashed run left by pid and by name, never by process name; and the
+network's short directory for control sockets, /run/symphony/<id>/ (why:
+docs/topologies.md, "Teardown").
 """
 
 from __future__ import annotations
@@ -20,6 +13,9 @@ import os
 import signal
 import time
 from pathlib import Path
+
+from topologies.network.names import PREFIX, new_lab_id
+from topologies.network.shell import list_links, list_netns, remove_links, remove_netns
 
 STATE_DIR = Path(os.environ.get("SYMPHONY_STATE_DIR", "/run/symphony"))
 SUN_PATH_MAX = 107        # bytes of a Unix socket path (sockaddr_un.sun_path less the NUL)
@@ -33,14 +29,20 @@ def sock_path_problem(path: str | os.PathLike) -> str | None:
     return None
 
 
-def start_time(pid: int) -> int | None:
-    """Kernel start time of a process (clock ticks since boot), None if gone."""
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat from field 3 (state) on; None if the process is gone.
+    The command name (field 2) may hold spaces and parentheses: split after the last ')'."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    # the command name (field 2) may hold spaces and parentheses: split after the last ')'
-    return int(stat[stat.rindex(")") + 2:].split()[19])
+    return stat[stat.rindex(")") + 2:].split()
+
+
+def start_time(pid: int) -> int | None:
+    """Kernel start time of a process (clock ticks since boot), None if gone."""
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[19])
 
 
 def netns_inode(pid: int) -> int | None:
@@ -52,12 +54,8 @@ def netns_inode(pid: int) -> int | None:
 
 def alive(pid: int, started: int | None) -> bool:
     """The recorded process still runs (a zombie waiting to be reaped does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    fields = stat[stat.rindex(")") + 2:].split()
-    if fields[0] in ("Z", "X"):
+    fields = _stat_fields(pid)
+    if fields is None or fields[0] in ("Z", "X"):
         return False
     return started is None or int(fields[19]) == started
 
@@ -104,11 +102,7 @@ class StateFile:
 
     def remove(self) -> None:
         remove_sock_dir(self.path, self.data)
-        for p in (self.path, self.path.with_suffix(".tmp")):
-            try:
-                p.unlink()
-            except FileNotFoundError:
-                pass
+        _unlink(self.path)
 
 
 def remove_sock_dir(state_path: Path, data: dict) -> str | None:
@@ -219,8 +213,6 @@ def owner_alive(data: dict) -> bool:
 def clean_state(path: Path, data: dict) -> list[str]:
     """Remove what one state file records: pids, processes in its host
     namespaces, its prefixed interfaces; then the file.  Returns what it did."""
-    from topologies.network.lab import list_links, list_netns, sh  # late: keeps this module light
-    from topologies.network.names import PREFIX
     done = []
     for entry in data.get("pids", []):
         if kill_pid(entry["pid"], entry.get("start")):
@@ -230,27 +222,32 @@ def clean_state(path: Path, data: dict) -> list[str]:
     # reused by another namespace since the crash)
     net_id = data.get("id")
     if net_id:
-        for ns in list_netns():
-            if ns.startswith(f"{PREFIX}-{net_id}-"):
-                for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
-                    try:
-                        os.kill(int(pid), signal.SIGKILL)
-                    except (ProcessLookupError, ValueError):
-                        pass
-                sh("ip", "netns", "del", ns, check=False)
-                done.append(f"netns {ns}")
+        done += [f"netns {ns}" for ns in remove_netns(f"{PREFIX}-{net_id}-")]
     prefix = data.get("prefix")
-    if prefix and len(prefix) > 3:          # never the bare project prefix
-        for link in list_links():
-            if link.startswith(prefix):
-                sh("ip", "link", "del", link, check=False)
-                done.append(link)
+    if prefix and len(prefix) > len(PREFIX):          # never the bare project prefix
+        done += remove_links(prefix)
     sock_dir = remove_sock_dir(path, data)
     if sock_dir:
         done.append(sock_dir)
-    for p in (path, path.with_suffix(".tmp")):
+    _unlink(path)
+    return done
+
+
+def unused_id() -> str:
+    """A network id no live lab, network or state file uses (names are
+    removed by prefix at teardown, so two users of one id would collide)."""
+    taken = list_links() + list_netns()
+    for _ in range(100):
+        cand = new_lab_id()
+        if not any(n.startswith((f"{PREFIX}{cand}", f"{PREFIX}-{cand}-")) for n in taken) \
+                and not (STATE_DIR / f"{cand}.json").exists() and not (STATE_DIR / cand).exists():
+            return cand
+    raise RuntimeError("no unused network id")
+
+
+def _unlink(state_path: Path) -> None:
+    for p in (state_path, state_path.with_suffix(".tmp")):
         try:
             p.unlink()
         except FileNotFoundError:
             pass
-    return done

@@ -1,6 +1,10 @@
+"""The namespace lab: hosts reach each other, close() leaves nothing, and
+clean-net leaves a live lab alone."""
+
 import pytest
 
-from topologies.network.lab import list_links, list_netns
+from topologies.network import cleanup
+from topologies.network.shell import list_links, list_netns
 
 pytestmark = pytest.mark.root
 
@@ -26,7 +30,6 @@ def test_cleanup_after_a_failing_body(lab_factory):
 
 
 def test_clean_net_leaves_a_live_lab_alone(lab_factory):
-    from topologies.network import cleanup
     lab = lab_factory(2)
     assert cleanup.main([]) == 0
     assert {h.netns for h in lab.hosts} <= set(list_netns())
