@@ -6,25 +6,28 @@ prefix and the network id: ``sym<id><switch>e<port>`` (<= 15 characters,
 checked).  Hosts keep Mininet's ``<host>-eth0`` inside their own namespace.
 
 - SoftSwitch: one twin process per switch (python3 -m topologies.switch.twin).
-- BridgeSwitch: a plain Linux bridge; plumbing tests only (no P4 program).
 - bmv2_switch_class(): p4-utils' P4Switch with the same naming, imported
-  lazily because p4-utils is not installed everywhere.
+  when asked for because p4-utils is not installed everywhere.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from mininet.link import Intf, Link
+from mininet.link import Link
 from mininet.node import Host, Switch
 
 from topologies.network.intf import host_sysctls, ipv6_off, offloads_off, switch_port_commands
-from topologies.network.names import PREFIX, check_ifname, switch_ifname
+from topologies.network.names import switch_ifname
+from topologies.network.state import sock_path_problem
+from topologies.switch.targets import REPO_ROOT
+from topologies.switch.twin.client import TwinClient
 
 TWIN_START_TIMEOUT_S = 10.0
 
@@ -43,6 +46,19 @@ def tune_root_intf(name: str) -> list[str]:
         if r.returncode:
             problems.append(f"{' '.join(args[:2])} {name}: {r.stderr.strip()}")
     return problems
+
+
+def free_tcp_port(preferred: int) -> int:
+    """The preferred Thrift port when nothing listens there, else one the
+    kernel picks (concurrent networks each need their own)."""
+    for port in (preferred, 0):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise RuntimeError("no free TCP port for a switch's Thrift server")
 
 
 class SymLink(Link):
@@ -119,7 +135,6 @@ class SoftSwitch(SymSwitch):
         return str(self.ctl_dir / f"{self.name}.sock")
 
     def start(self, controllers):
-        from topologies.network.state import sock_path_problem
         problem = sock_path_problem(self.control_path)
         if problem:
             raise RuntimeError(f"twin of {self.name}: cannot use control socket {self.control_path}: {problem}")
@@ -132,7 +147,7 @@ class SoftSwitch(SymSwitch):
             args += ["--port", f"{port}={ifname}"]
         with open(log_dir / f"{self.name}.log", "ab") as log:
             self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                         start_new_session=True, cwd=str(Path(__file__).parent.parent))
+                                         start_new_session=True, cwd=str(REPO_ROOT))
         deadline = time.monotonic() + TWIN_START_TIMEOUT_S
         while not os.path.exists(self.control_path):
             if self.proc.poll() is not None:
@@ -144,43 +159,16 @@ class SoftSwitch(SymSwitch):
             time.sleep(0.05)
 
     def client(self):
-        from topologies.switch.twin.client import TwinClient
         return TwinClient.wait(self.control_path, timeout=TWIN_START_TIMEOUT_S, proc=self.proc)
-
-
-class BridgeSwitch(SymSwitch):
-    """A Linux bridge: forwards by MAC, no P4 program.  Plumbing tests only."""
-
-    target = "bridge"
-
-    @property
-    def bridge(self) -> str:
-        return check_ifname(f"{PREFIX}{self.net_id}{self.name}br")
-
-    def start(self, controllers):
-        for cmd in (("ip", "link", "add", self.bridge, "type", "bridge"),
-                    ("ip", "link", "set", self.bridge, "up")):
-            r = quiet(*cmd)
-            if r.returncode:
-                raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()}")
-        for ifname in self.data_ports().values():
-            quiet("ip", "link", "set", ifname, "master", self.bridge)
-
-    def stop(self, deleteIntfs=True):
-        quiet("ip", "link", "del", self.bridge)
-        super().stop(deleteIntfs)
-
-    def client(self):
-        return None
 
 
 def bmv2_switch_class():
     """P4Switch (p4-utils) with the testbed's naming and process tracking.
 
-    Imported lazily: p4-utils is only in the VM (issue 8).  P4Switch starts
-    simple_switch through its shell with `-i <port>@<intf>` for each port
-    and records simple_switch_pid."""
-    from p4utils.mininetlib.node import P4Switch  # noqa: WPS433 (optional dependency)
+    P4Switch starts simple_switch through its shell with `-i <port>@<intf>`
+    for each port and records simple_switch_pid."""
+    # p4-utils is optional (only with the BMv2 toolchain): imported when a bmv2 network starts
+    from p4utils.mininetlib.node import P4Switch  # noqa: PLC0415
 
     class Bmv2Switch(P4Switch):
         target = "bmv2"
@@ -229,11 +217,8 @@ def bmv2_switch_class():
             Switch.stop(self, deleteIntfs)
 
         def client(self):
-            from p4utils.utils.sswitch_thrift_API import SimpleSwitchThriftAPI
+            # p4-utils' Thrift client: optional, as above
+            from p4utils.utils.sswitch_thrift_API import SimpleSwitchThriftAPI  # noqa: PLC0415
             return SimpleSwitchThriftAPI(self.thrift_port)
 
     return Bmv2Switch
-
-
-__all__ = ["SymLink", "SymHost", "SoftSwitch", "BridgeSwitch", "bmv2_switch_class", "switch_ifname",
-           "tune_root_intf", "Intf"]

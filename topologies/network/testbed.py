@@ -2,24 +2,15 @@
 links with rate (and delay where the kernel allows), the control plane, and a
 teardown that leaves nothing behind.
 
-    net = TestbedNetwork(topo, jobs, target="auto", run_dir=Path(...),
-                         symphony={...}, ecn={...})
+    net = TestbedNetwork(topo, placed_jobs, target="auto", run_dir=Path(...),
+                         ecn=EcnParams(...), symphony=SymphonyParams(...))
     with net:
         net.popen("h1", [...]); net.dump_switches(run_dir / "switches")
 
-Rates: a switch egress port drains at its link's rate inside the switch
-(bmv2: set_queue_rate in packets/s; soft: set_queue_rate_bps, the link's bit
-rate), where the program sees the queue; the switch side gets no
-tc qdisc (two queues in series would hide the congestion from the program).
-The host side of a host link is shaped with htb at the link rate: that is the
-host's NIC, not a switch port.  Delays need sch_netem; where it is missing
-the network records a warning in ``warnings`` and runs without the delay.
-
-Every pid the network starts (Mininet's node shells, switch processes, popen'd
-processes) and its hosts' network namespaces go into /run/symphony/<id>.json
-so that `make clean-net` can remove them after a crash.  The twins' control
-sockets live in /run/symphony/<id>/ (short, whatever run_dir is; recorded in
-the same file); logs stay in run_dir/logs.
+The jobs come placed (topologies.spec.placement); the control-plane plan is
+computed once, before anything is built, so a job the switches cannot track
+fails the start early.  Rates, delays, state files and interface names:
+docs/topologies.md.
 """
 
 from __future__ import annotations
@@ -31,119 +22,69 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, replace
 from pathlib import Path
 
-from topologies.network.names import PREFIX, new_lab_id, switch_ifname
-from topologies.network.state import StateFile, kill_netns_processes, kill_pid
-from topologies.spec.placement import place_jobs
-from topologies.spec.topo import HOST_LINK, TopoSpec, build
+from mininet.log import setLogLevel
+from mininet.net import Mininet
+
+from topologies.network.links import LinkInfo, htb, htb_rate, htb_root, link_infos, netem, netem_available
+from topologies.network.names import PREFIX, switch_ifname
+from topologies.network.nodes import SoftSwitch, SymHost, SymLink, bmv2_switch_class, free_tcp_port, tune_root_intf
+from topologies.network.shell import remove_by_prefix
+from topologies.network.state import StateFile, kill_netns_processes, kill_pid, unused_id
+from topologies.spec.placement import PlacedJob
+from topologies.spec.topo import TopoSpec
 from topologies.switch import controlplane as cp
+from topologies.switch.params import EcnParams, SymphonyParams
+from topologies.switch.targets import BMV2_JSON, resolve_target
 
 HOST_PREFIX_LEN = 8           # hosts live in 10.0.0.0/8 (one subnet, static ARP)
-
-
-@dataclass(frozen=True)
-class LinkInfo:
-    node1: str
-    node2: str
-    intf1: str
-    intf2: str
-    rate_mbit: float | None
-    delay_ms: float
-    cls: str = HOST_LINK        # "host" | "fabric"
+DEFAULT_ECN = EcnParams()
+DEFAULT_SYMPHONY = SymphonyParams()
 
 
 class NetworkError(RuntimeError):
     """The network could not be built as asked (one-line message)."""
 
 
-def free_tcp_port(preferred: int) -> int:
-    """The preferred Thrift port when nothing listens there, else one the
-    kernel picks (concurrent networks each need their own)."""
-    import socket
-    for port in (preferred, 0):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return s.getsockname()[1]
-    raise NetworkError("no free TCP port for a switch's Thrift server")
-
-
-def unused_id() -> str:
-    """A network id no live lab, network or state file uses (names are
-    removed by prefix at teardown, so two users of one id would collide)."""
-    from topologies.network.lab import list_links, list_netns
-    from topologies.network.state import STATE_DIR
-    taken = list_links() + list_netns()
-    for _ in range(100):
-        cand = new_lab_id()
-        if not any(n.startswith((f"{PREFIX}{cand}", f"{PREFIX}-{cand}-")) for n in taken) \
-                and not (STATE_DIR / f"{cand}.json").exists() and not (STATE_DIR / cand).exists():
-            return cand
-    raise NetworkError("no unused network id")
-
-
-_netem_cache: dict[str, bool] = {}
-
-
-def netem_available() -> bool:
-    """Try a netem qdisc on a scratch dummy interface (the only reliable test:
-    `modprobe -n` is absent here and the module may be built in)."""
-    if "netem" not in _netem_cache:
-        name = f"{PREFIX}{new_lab_id()}nt"
-        ok = False
-        if subprocess.run(["ip", "link", "add", name, "type", "dummy"], capture_output=True).returncode == 0:
-            try:
-                ok = subprocess.run(["tc", "qdisc", "add", "dev", name, "root", "netem", "delay", "1ms"],
-                                    capture_output=True).returncode == 0
-            finally:
-                subprocess.run(["ip", "link", "del", name], capture_output=True)
-        _netem_cache["netem"] = ok
-    return _netem_cache["netem"]
-
-
 class TestbedNetwork:
     __test__ = False        # not a pytest test class, despite the name
 
-    def __init__(self, topo: dict | TopoSpec, jobs: list[dict] | None = None, target: str = "auto",
-                 run_dir: Path | str | None = None, symphony: dict | None = None,
-                 ecn: dict | None = None, json_path: str | None = None, thrift_base: int = 9090):
-        self.spec = topo if isinstance(topo, TopoSpec) else build(topo)
-        self.jobs_cfg = jobs or []
-        self.job_dicts = place_jobs(self.spec, self.jobs_cfg) if self.jobs_cfg else []
+    def __init__(self, topo: TopoSpec, jobs: Sequence[PlacedJob] = (), *, target: str = "auto",
+                 run_dir: Path | str | None = None, ecn: EcnParams = DEFAULT_ECN,
+                 symphony: SymphonyParams = DEFAULT_SYMPHONY, json_path: str | None = None,
+                 thrift_base: int = 9090):
+        self.topo = topo
+        self.jobs = list(jobs)
         self.requested_target = target
         self.target: str | None = None
         self.id = unused_id()
         self.run_dir = Path(run_dir) if run_dir else Path(f"/tmp/{PREFIX}-{self.id}")
-        self.symphony = {"threshold": 1, "k_sym": 1, "p_sym": 1.0, "enabled": True, **(symphony or {})}
-        self.ecn = {"kmin": 5, "kmax": 20, "pmax": 0.2, **(ecn or {})}
-        self.json_path = json_path
+        self.ecn = ecn
+        self.symphony = symphony
+        self.json_path = Path(json_path) if json_path else BMV2_JSON
         self.thrift_base = thrift_base
-        self.depth = self.spec.params.get("queue_depth_pkts", 64)
         self.warnings: list[str] = []
-        self.net = None
+        self.net: Mininet | None = None
         self.state: StateFile | None = None
+        self.plans: dict[str, cp.SwitchPlan] = {}
         self.clients: dict = {}
         self.procs: list[subprocess.Popen] = []
         self.netns_inodes: set[int] = set()
         self._stopped = False
         self._old_sigterm = None
         # known before start(): Mininet names a host end <host>-eth<port>, a
-        # switch end gets the prefixed name of topologies.network.nodes.switch_ifname
-        self.links: dict[str, LinkInfo] = {
-            link.name: LinkInfo(link.node1, link.node2, self._ifname(link.node1, link.port1),
-                                self._ifname(link.node2, link.port2), link.rate_mbit, link.delay_ms, link.cls)
-            for link in self.spec.links}
+        # switch end gets the prefixed name of names.switch_ifname
+        self.links: dict[str, LinkInfo] = link_infos(topo, self._ifname)
 
     def netns_name(self, host: str) -> str:
         """`ip netns` name of a host's namespace (`ip netns exec` works on it)."""
         return f"{PREFIX}-{self.id}-{host}"
 
     def _ifname(self, node: str, port: int) -> str:
-        if self.spec.is_switch(node):
+        if self.topo.is_switch(node):
             return switch_ifname(self.id, node, port)
         return f"{node}-eth{port}"
 
@@ -158,8 +99,8 @@ class TestbedNetwork:
     def start(self) -> TestbedNetwork:
         if os.geteuid() != 0:
             raise NetworkError("the network needs root (Mininet, namespaces): run with sudo")
-        from topologies.switch.targets import resolve_target
-        self.target = "bridge" if self.requested_target == "bridge" else resolve_target(self.requested_target)
+        self.target = resolve_target(self.requested_target)
+        self.plans = cp.plan(self.topo, self.jobs, self.symphony)
         self._install_sigterm()
         try:
             self._start()
@@ -180,17 +121,13 @@ class TestbedNetwork:
             self._old_sigterm = signal.signal(signal.SIGTERM, on_term)
 
     def _start(self) -> None:
-        from mininet.log import setLogLevel
-        from mininet.net import Mininet
-
-        from topologies.network.nodes import SymHost, SymLink
         setLogLevel(os.environ.get("SYMPHONY_MININET_LOG", "error"))
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.state = StateFile(self.id, f"{PREFIX}{self.id}")
-        switch_cls = self._switch_class()
+        switch_cls = SoftSwitch if self.target == "soft" else bmv2_switch_class()
         self.net = Mininet(topo=None, switch=switch_cls, host=SymHost, link=SymLink, controller=None,
                            build=False, autoSetMacs=False, waitConnected=False)
-        for h in self.spec.hosts:
+        for h in self.topo.hosts:
             node = self.net.addHost(h.name, ip=f"{h.ip}/{HOST_PREFIX_LEN}", mac=h.mac)
             self.state.add_pid(node.pid, f"shell {h.name}")
             self.state.add_netns(node.pid, h.name)
@@ -202,10 +139,10 @@ class TestbedNetwork:
                                capture_output=True, text=True)
             if r.returncode:
                 raise NetworkError(f"ip netns attach {self.netns_name(h.name)}: {r.stderr.strip()}")
-        for s in self.spec.switches:
+        for s in self.topo.switches:
             node = self.net.addSwitch(s.name, **self._switch_params(s))
             self.state.add_pid(node.pid, f"shell {s.name}")
-        for link in self.spec.links:
+        for link in self.topo.links:
             mn = self.net.addLink(link.node1, link.node2, port1=link.port1, port2=link.port2)
             info = self.links[link.name]
             if (mn.intf1.name, mn.intf2.name) != (info.intf1, info.intf2):
@@ -218,28 +155,18 @@ class TestbedNetwork:
             if pid:
                 self.state.add_pid(pid, f"switch {sw.name}")
         self._static_arp()
-        if self.target in ("soft", "bmv2"):
-            self._control_plane()
+        self._control_plane()
         self._check_links()
 
-    def _switch_class(self):
-        from topologies.network import nodes
-        if self.target == "soft":
-            return nodes.SoftSwitch
-        if self.target == "bridge":
-            return nodes.BridgeSwitch
-        return nodes.bmv2_switch_class()
-
     def _switch_params(self, s) -> dict:
-        params = {"net_id": self.id, "run_dir": str(self.run_dir), "queue_depth": self.depth}
+        params = {"net_id": self.id, "run_dir": str(self.run_dir), "queue_depth": self.topo.queue_depth}
         if self.target == "soft":
             params["ctl_dir"] = str(self.state.make_sock_dir())
-        if self.target == "bmv2":
-            json_path = self.json_path or str(Path(__file__).resolve().parent.parent / "build/bmv2/symphony.json")
-            if not Path(json_path).is_file():
-                raise NetworkError(f"{json_path} is missing: build it with `make p4`")
+        else:
+            if not self.json_path.is_file():
+                raise NetworkError(f"{self.json_path} is missing: build it with `make p4`")
             params.update(device_id=s.device_id, thrift_port=free_tcp_port(self.thrift_base + s.device_id),
-                          json_path=json_path)
+                          json_path=str(self.json_path))
         return params
 
     # --- links -------------------------------------------------------------------
@@ -247,8 +174,7 @@ class TestbedNetwork:
         """Offloads/IPv6 off on the switch side; htb at the link rate on the
         host side of host links (the host's NIC); the link delay as netem on
         both ends where sch_netem exists, else a warning."""
-        from topologies.network.nodes import tune_root_intf
-        want_delay = any(link.delay_ms for link in self.spec.links)
+        want_delay = any(link.delay_ms for link in self.topo.links)
         has_netem = netem_available() if want_delay else False
         if want_delay and not has_netem:
             self.warnings.append("link delay requested but this kernel has no sch_netem: "
@@ -258,37 +184,24 @@ class TestbedNetwork:
                 if node is None:
                     self.warnings.extend(tune_root_intf(intf))
                 elif info.rate_mbit:
-                    self._tc(node, "qdisc", "replace", "dev", intf, "root", "handle", "1:", "htb", "default", "1")
-                    self._tc(node, "class", "replace", "dev", intf, "parent", "1:", "classid", "1:1", "htb",
-                             "rate", f"{info.rate_mbit}mbit", "ceil", f"{info.rate_mbit}mbit")
+                    for args in htb(intf, info.rate_mbit):
+                        self._tc(node, *args)
             if info.delay_ms and has_netem:
                 self.set_link_netem(name)
 
     def _ends(self, link: str) -> list[tuple[str | None, str]]:
         """(host name, or None for the root namespace; interface) of both ends."""
         info = self.links[link]
-        return [(None if self.spec.is_switch(node) else node, intf)
+        return [(None if self.topo.is_switch(node) else node, intf)
                 for node, intf in ((info.node1, info.intf1), (info.node2, info.intf2))]
 
     def netem_commands(self, link: str, delay_ms: float, jitter_ms: float, loss_pct: float
                        ) -> list[tuple[str | None, list[str]]]:
-        """tc commands that put (or, all zero, take away) a netem on both ends
-        of a link: under the htb class on a shaped host end, as the root
-        qdisc elsewhere (a delay line, not a rate limit, so it hides no
-        congestion from the switch)."""
-        info = self.links[link]
-        clear = not (delay_ms or jitter_ms or loss_pct)
-        params = ["delay", f"{delay_ms}ms"] + ([f"{jitter_ms}ms"] if jitter_ms else [])
-        params += ["loss", f"{loss_pct}%"] if loss_pct else []
-        cmds = []
-        for node, intf in self._ends(link):
-            where = (["parent", "1:1", "handle", "10:"] if node is not None and info.rate_mbit
-                     else ["root", "handle", "10:"])
-            if clear:
-                cmds.append((node, ["qdisc", "del", "dev", intf, *where]))
-            else:
-                cmds.append((node, ["qdisc", "replace", "dev", intf, *where, "netem", *params]))
-        return cmds
+        """(host or None, tc arguments) that put (or, all zero, take away) a
+        netem on both ends of a link: under the htb class on a shaped host end."""
+        shaped = self.links[link].rate_mbit
+        return [(node, netem(intf, bool(node is not None and shaped), delay_ms, jitter_ms, loss_pct))
+                for node, intf in self._ends(link)]
 
     def set_link_netem(self, link: str, delay_ms: float | None = None, jitter_ms: float = 0.0,
                        loss_pct: float = 0.0) -> None:
@@ -307,32 +220,32 @@ class TestbedNetwork:
             else:
                 self._tc(node, *args)
 
-    def _tc(self, host: str | None, *args: str) -> None:
-        cmd = ["tc", *args]
+    def _run(self, host: str | None, *cmd: str) -> tuple[int, str, str]:
+        """(exit code, stdout, stderr) of a command on a host or, None, in the root namespace."""
         if host is None:
             r = subprocess.run(cmd, capture_output=True, text=True)
-            out, code = r.stderr, r.returncode
-        else:
-            out, err, code = self.net[host].pexec(*cmd)
-            out = err or out
+            return r.returncode, r.stdout, r.stderr
+        out, err, code = self.net[host].pexec(*cmd)
+        return code, out, err
+
+    def _tc(self, host: str | None, *args: str) -> None:
+        code, out, err = self._run(host, "tc", *args)
         if code:
-            raise NetworkError(f"{' '.join(cmd)} on {host or 'root'}: {out.strip()}")
+            raise NetworkError(f"tc {' '.join(args)} on {host or 'root'}: {(err or out).strip()}")
 
     def _check_links(self) -> None:
         """Each requested link property must show in tc's output (Mininet's
         TCLink only prints an error when a qdisc is missing)."""
-        has_netem = any(link.delay_ms for link in self.spec.links) and netem_available()
+        has_netem = any(link.delay_ms for link in self.topo.links) and netem_available()
         for name, info in self.links.items():
             for node, intf in self._ends(name):
                 if node is not None and info.rate_mbit:
-                    out = self.net[node].pexec("tc", "class", "show", "dev", intf)[0]
+                    out = self._run(node, "tc", "class", "show", "dev", intf)[1]
                     if "htb" not in out or "rate" not in out:
                         raise NetworkError(f"link {name}: htb rate {info.rate_mbit} Mb/s did not take effect "
                                            f"on {node}:{intf} ({out.strip() or 'no class'})")
                 if info.delay_ms and has_netem:
-                    cmd = ["tc", "qdisc", "show", "dev", intf]
-                    out = (self.net[node].pexec(*cmd)[0] if node is not None
-                           else subprocess.run(cmd, capture_output=True, text=True).stdout)
+                    out = self._run(node, "tc", "qdisc", "show", "dev", intf)[1]
                     if "netem" not in out:
                         raise NetworkError(f"link {name}: netem delay {info.delay_ms} ms did not take effect "
                                            f"on {node or 'root'}:{intf}")
@@ -345,37 +258,24 @@ class TestbedNetwork:
         if link not in self.links:
             raise KeyError(f"no link {link!r} (links: {', '.join(self.links)})")
         info = self.links[link]
-        spec = self.spec.link(link)
-        for node, port in ((spec.node1, spec.port1), (spec.node2, spec.port2)):
-            if self.spec.is_switch(node):
+        spec = self.topo.link(link)
+        for node, port, intf in ((spec.node1, spec.port1, info.intf1), (spec.node2, spec.port2, info.intf2)):
+            if self.topo.is_switch(node):
                 client = self.clients.get(node)
                 if client is not None:
                     cp.set_port_rate(client, port, rate_mbit, cp.rate_unit(self.target))
             else:
-                intf = info.intf1 if node == info.node1 else info.intf2
                 if not info.rate_mbit:      # an unshaped host end gets its htb now
-                    self._tc(node, "qdisc", "replace", "dev", intf, "root", "handle", "1:", "htb", "default", "1")
-                self._tc(node, "class", "replace", "dev", intf, "parent", "1:", "classid", "1:1", "htb",
-                         "rate", f"{rate_mbit}mbit", "ceil", f"{rate_mbit}mbit")
-        self.links[link] = LinkInfo(info.node1, info.node2, info.intf1, info.intf2, rate_mbit,
-                                    info.delay_ms, info.cls)
+                    self._tc(node, *htb_root(intf))
+                self._tc(node, *htb_rate(intf, rate_mbit))
+        self.links[link] = replace(info, rate_mbit=rate_mbit)
 
     # --- hosts -----------------------------------------------------------------------
     def _static_arp(self) -> None:
-        for host, entries in cp.arp_entries(self.spec).items():
+        for host, entries in cp.arp_entries(self.topo).items():
             node = self.net[host]
             for ip, mac in entries:
                 node.setARP(ip, mac)
-
-    @property
-    def job_specs(self) -> list:
-        """Ready hosts.job.JobSpec per job: placement and ring order filled in
-        (ips, hosts), with the job table's other fields (message_bytes,
-        iterations, transport, ...); the plain job-file dicts are in
-        ``job_dicts``.  Raises hosts.job.JobError when a job table lacks a
-        field the job file needs."""
-        from hosts.job import parse_job
-        return [parse_job(dict(d)) for d in self.job_dicts]
 
     def popen(self, host: str, args: list[str], **kw) -> subprocess.Popen:
         """A process on a Mininet host (its own session, so teardown can kill
@@ -403,12 +303,10 @@ class TestbedNetwork:
 
     # --- switches ------------------------------------------------------------------
     def _control_plane(self) -> None:
-        plans = cp.plan(self.spec, self.job_dicts, int(self.symphony["threshold"]),
-                        bool(self.symphony.get("enabled", True)), self.depth)
         for sw in self.net.switches:
             client = sw.client()
             self.clients[sw.name] = client
-            cp.install(client, plans[sw.name], self.ecn, self.symphony, cp.rate_unit(self.target))
+            cp.install(client, self.plans[sw.name], self.ecn, self.symphony, cp.rate_unit(self.target))
 
     def dead_switches(self) -> list[tuple[str, int]]:
         out = []
@@ -422,11 +320,9 @@ class TestbedNetwork:
         """switches/<name>.json: every counter and register of every switch."""
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        plans = cp.plan(self.spec, self.job_dicts, int(self.symphony["threshold"]),
-                        bool(self.symphony.get("enabled", True)), self.depth)
         written = {}
         for name, client in self.clients.items():
-            data = cp.dump_switch(client, plans[name])
+            data = cp.dump_switch(client, self.plans[name])
             data.update(switch=name, target=self.target)
             path = out_dir / f"{name}.json"
             path.write_text(json.dumps(data, indent=1, sort_keys=True))
@@ -434,11 +330,11 @@ class TestbedNetwork:
         return written
 
     def describe(self) -> dict:
-        """What was built (for meta.json and the CLI)."""
-        return {"id": self.id, "target": self.target, "kind": self.spec.kind,
+        """What was built (for the network CLI)."""
+        return {"id": self.id, "target": self.target, "kind": self.topo.kind,
                 "links": {k: asdict(v) for k, v in self.links.items()},
-                "jobs": self.job_dicts, "warnings": list(self.warnings),
-                "params": self.spec.params}
+                "jobs": [asdict(j) for j in self.jobs], "warnings": list(self.warnings),
+                "params": {"queue_depth_pkts": self.topo.queue_depth, **self.topo.params}}
 
     # --- teardown ------------------------------------------------------------------
     def stop(self) -> None:
@@ -499,7 +395,6 @@ class TestbedNetwork:
                 except Exception as exc:
                     errors.append(f"{node.name}: {exc}")
         if self.state is not None:
-            from topologies.network.lab import remove_by_prefix
             remove_by_prefix(f"{PREFIX}-{self.id}-", f"{PREFIX}{self.id}")
             self.state.remove()
         if errors:

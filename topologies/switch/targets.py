@@ -11,8 +11,12 @@ from __future__ import annotations
 import importlib.util
 import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 TARGETS = ("auto", "bmv2", "soft")
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BMV2_JSON = REPO_ROOT / "build" / "bmv2" / "symphony.json"     # `make p4` compiles p4/symphony.p4 here
 
 # What the bmv2 target needs, by the name a user would look for.
 BMV2_PROGRAMS = ("simple_switch",)

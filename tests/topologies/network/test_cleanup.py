@@ -1,5 +1,6 @@
-"""Teardown leaves nothing: after a normal end, an exception, SIGINT, SIGTERM,
-and (through `make clean-net`'s module) after SIGKILL of the owner."""
+"""Teardown leaves nothing: after a normal end, an exception, SIGINT, SIGTERM
+(TestbedNetwork.stop), and after SIGKILL of the owner (`make clean-net`'s
+module, topologies.network.cleanup)."""
 
 import json
 import signal
@@ -12,25 +13,17 @@ from pathlib import Path
 import pytest
 
 from tests.harness import REPO
-from topologies.network.lab import list_links, list_netns
+from tests.harness.specs import make_net
 from topologies.network.names import PREFIX
+from topologies.network.shell import list_links, list_netns
 from topologies.network.state import STATE_DIR, alive
 
 pytestmark = [pytest.mark.root]
 
-
-
-def twin_present() -> bool:
-    return (REPO / "topologies" / "twin" / "__main__.py").exists()
-
-
-TARGET = "soft" if twin_present() else "bridge"
-
 CHILD = textwrap.dedent("""
     import sys, time
-    from topologies.network.testbed import TestbedNetwork
-    net = TestbedNetwork({"kind": "dumbbell", "hosts": 2, "host_rate_mbit": 50, "fabric_rate_mbit": 50},
-                         [{"ranks": 2}], target=sys.argv[1], run_dir=sys.argv[2])
+    from tests.harness.specs import make_net
+    net = make_net("dumbbell", 2, 50, jobs=(2,), run_dir=sys.argv[1])
     with net:
         p = net.popen("h1", ["sleep", "1000"])
         print("READY", net.id, net.state.path, p.pid, flush=True)
@@ -45,7 +38,7 @@ def leftovers(net_id: str) -> list[str]:
 
 
 def start_child(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, TARGET, str(tmp_path)], cwd=REPO,
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path)], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline().split()
     if not line or line[0] != "READY":
@@ -99,8 +92,7 @@ def test_clean_net_removes_what_a_killed_run_left(tmp_path):
 
 
 def test_exception_inside_with_tears_down(tmp_path):
-    from topologies.network.testbed import TestbedNetwork
-    net = TestbedNetwork({"kind": "star", "hosts": 2}, [{"ranks": 2}], target=TARGET, run_dir=tmp_path)
+    net = make_net("star", 2, jobs=(2,), run_dir=tmp_path)
     with pytest.raises(RuntimeError, match="boom"):
         with net:
             state = json.loads(net.state.path.read_text())

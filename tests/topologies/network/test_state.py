@@ -1,13 +1,15 @@
-"""Control sockets live in a short per-network directory (/run/symphony/<id>/),
-not in the run directory: a Unix socket path holds at most 107 bytes, and a
-run directory under a deep --out or pytest's tmp_path can be longer.  The
-directory is recorded in the network's state file, removed with the network,
-and by clean-net after a crash."""
+"""State files and the control-socket directory.  Control sockets live in a
+short per-network directory (/run/symphony/<id>/), not in the run directory:
+a Unix socket path holds at most 107 bytes, and a run directory under a deep
+--out or pytest's tmp_path can be longer.  The directory is recorded in the
+network's state file, removed with the network, and by clean-net after a
+crash."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,14 +17,20 @@ from pathlib import Path
 import pytest
 
 from tests.harness import REPO
+from tests.harness.specs import make_net
 from topologies.network.names import PREFIX, new_lab_id
+from topologies.network.shell import list_links, list_netns
 from topologies.network.state import (
+    STATE_DIR,
     SUN_PATH_MAX,
     StateFile,
+    alive,
     clean_state,
     remove_orphan_sock_dirs,
     remove_sock_dir,
     sock_path_problem,
+    start_time,
+    unused_id,
 )
 
 # ---------------------------------------------------------------- pure
@@ -83,8 +91,19 @@ def test_orphan_sock_dirs_go_and_a_live_networks_stays(tmp_path):
     live.remove()
 
 
+def test_a_pid_is_alive_only_with_its_start_time():
+    me = os.getpid()
+    assert alive(me, start_time(me)) and alive(me, None)
+    assert not alive(me, start_time(me) + 1)
+    assert start_time(2 ** 22 + 1) is None and not alive(2 ** 22 + 1, None)
+
+
+def test_unused_id_has_no_state_file():
+    net_id = unused_id()
+    assert len(net_id) == 4 and not (STATE_DIR / f"{net_id}.json").exists()
+
+
 def _stale_socket(path: Path) -> None:
-    import socket
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.bind(str(path))
     s.close()                                # the file stays, as after SIGKILL
@@ -119,22 +138,15 @@ def test_twin_says_the_path_and_its_length_when_the_socket_path_is_too_long(tmp_
 
 @pytest.mark.root
 def test_network_with_a_run_dir_over_110_characters_comes_up_and_leaves_nothing(tmp_path):
-    from topologies.network.lab import list_links, list_netns
-    from topologies.network.state import STATE_DIR
-    try:
-        import topologies.switch.twin.__main__  # noqa: F401
-        from topologies.network.testbed import TestbedNetwork
-    except ImportError as exc:
-        pytest.skip(f"soft target not available: {exc}")
     run_dir = _long_dir(tmp_path)
-    net = TestbedNetwork({"kind": "star", "hosts": 2}, [{"ranks": 2}], target="soft", run_dir=run_dir)
+    net = make_net("star", 2, jobs=(2,), run_dir=run_dir)
     with net:
         sock_dir = STATE_DIR / net.id
         assert json.loads(net.state.path.read_text())["sock_dir"] == str(sock_dir)
         socks = sorted(p.name for p in sock_dir.iterdir())
         assert socks == ["s1.sock"]
         assert net.dead_switches() == []
-        ping = net.cmd("h1", "ping", "-c", "1", "-W", "2", net.spec.host("h2").ip)
+        ping = net.cmd("h1", "ping", "-c", "1", "-W", "2", net.topo.host("h2").ip)
         assert ping.returncode == 0, ping.stdout + ping.stderr
         twin_pid = net.net.switches[0].switch_pid()
     # logs stay in the run directory; nothing of the network is left anywhere else
@@ -157,8 +169,8 @@ def _zombie(pid: int) -> bool:
 
 CHILD = """
 import sys, time
-from topologies.network.testbed import TestbedNetwork
-net = TestbedNetwork({"kind": "star", "hosts": 2}, [{"ranks": 2}], target="soft", run_dir=sys.argv[1])
+from tests.harness.specs import make_net
+net = make_net("star", 2, jobs=(2,), run_dir=sys.argv[1])
 with net:
     print("READY", net.id, net.state.path, flush=True)
     time.sleep(1000)
@@ -167,10 +179,6 @@ with net:
 
 @pytest.mark.root
 def test_clean_net_removes_the_sock_dir_after_the_owner_was_killed(tmp_path):
-    try:
-        import topologies.switch.twin.__main__  # noqa: F401
-    except ImportError as exc:
-        pytest.skip(f"soft target not available: {exc}")
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(_long_dir(tmp_path))], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline().split()
@@ -188,6 +196,5 @@ def test_clean_net_removes_the_sock_dir_after_the_owner_was_killed(tmp_path):
     assert out.returncode == 0, out.stderr
     assert str(sock_dir) in out.stdout
     assert not sock_dir.exists() and not state_path.exists()
-    from topologies.network.lab import list_links, list_netns
     assert not [x for x in list_links() if x.startswith(f"{PREFIX}{net_id}")]
     assert not [x for x in list_netns() if x.startswith(f"{PREFIX}-{net_id}-")]

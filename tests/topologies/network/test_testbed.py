@@ -1,61 +1,93 @@
-"""Each topology on the soft target (the twin), one network per topology
-shared by its assertions: every host reaches every other (ping and UDP), an
-egress queue pushed past Kmax marks ECN-capable packets CE, and the switch
-counters read back into switches/<name>.json."""
+"""TestbedNetwork: what it knows before start (link names, netem commands,
+nothing built), and each topology on the soft target (the twin), one network
+per topology shared by its assertions: every host reaches every other (ping
+and UDP), an egress queue pushed past Kmax marks ECN-capable packets CE, and
+the switch counters read back into switches/<name>.json."""
 
 import json
+import subprocess
 import sys
 import time
 
 import pytest
 
+from contract.tags import tag_port
 from tests.harness.probes import ECHO, MESH, RECV, SEND
-from topologies.network.lab import list_links
+from tests.harness.specs import make_net
 from topologies.network.names import PREFIX
-
-pytestmark = pytest.mark.root
+from topologies.network.shell import list_links
+from topologies.spec.routes import route
+from topologies.switch.params import EcnParams, SymphonyParams
 
 RATE = 10          # Mb/s on every link: about 833 full-size packets/s per port
-ECN = {"kmin": 2, "kmax": 6, "pmax": 0.2}
+ECN = EcnParams(kmin=2, kmax=6, pmax=0.2)
 
 TOPOLOGIES = {
-    # (topology, jobs, incast: two senders -> one receiver across the switch under test)
-    "star": ({"kind": "star", "hosts": 3}, [{"ranks": 3}], ("h1", "h2", "h3")),
+    # (kind, hosts, topology keywords, ranks of the job, incast: two senders
+    # -> one receiver across the switch under test)
+    "star": ("star", 3, {}, 3, ("h1", "h2", "h3")),
     # two spines: the per-flow counters on the path show the destination-hash
     # spine choice on the wire (a packet via the other spine would not count)
-    "leafspine": ({"kind": "leafspine", "hosts": 4, "leaves": 2, "spines": 2}, [{"ranks": 4}],
-                  ("h1", "h2", "h3")),
-    "dumbbell": ({"kind": "dumbbell", "hosts": 4}, [{"ranks": 4}], ("h1", "h2", "h3")),
+    "leafspine": ("leafspine", 4, {"leaves": 2, "spines": 2}, 4, ("h1", "h2", "h3")),
+    "dumbbell": ("dumbbell", 4, {}, 4, ("h1", "h2", "h3")),
 }
+
+
+def test_nothing_is_built_before_start():
+    net = make_net("leafspine", 4, jobs=(4,), leaves=2)
+    assert net.jobs[0].hosts == ("h1", "h3", "h2", "h4")
+    assert net.net is None and net.state is None and net.plans == {}       # nothing was built
+
+
+def test_link_names_known_before_start_and_netem_commands():
+    net = make_net("dumbbell", 2, 10, jobs=(2,), fabric_delay_ms=2)
+    info = net.links["h1-s1"]
+    assert (info.intf1, info.intf2) == ("h1-eth0", f"sym{net.id}s1e1")
+    assert net.links["s1-s2"].delay_ms == 2 and net.links["s1-s2"].cls == "fabric"
+    # shaped host end: netem under the htb class; switch ends: root netem
+    assert net.netem_commands("h1-s1", 5, 1, 0.5) == [
+        ("h1", ["qdisc", "replace", "dev", "h1-eth0", "parent", "1:1", "handle", "10:",
+                "netem", "delay", "5ms", "1ms", "loss", "0.5%"]),
+        (None, ["qdisc", "replace", "dev", f"sym{net.id}s1e1", "root", "handle", "10:",
+                "netem", "delay", "5ms", "1ms", "loss", "0.5%"])]
+    assert [c[1][:2] for c in net.netem_commands("s1-s2", 0, 0, 0)] == [["qdisc", "del"]] * 2
+
+
+@pytest.mark.root
+def test_a_job_the_switches_cannot_track_fails_before_anything_is_built(tmp_path):
+    net = make_net("star", 2, jobs=(2,), run_dir=tmp_path, net_kw={"symphony": SymphonyParams(threshold=1 << 14)})
+    with pytest.raises(ValueError, match="threshold"):
+        net.start()
+    assert net.net is None and net.state is None
 
 
 @pytest.fixture(scope="module", params=sorted(TOPOLOGIES))
 def net(request, tmp_path_factory):
-    from topologies.network.testbed import TestbedNetwork
-    topo, jobs, incast = TOPOLOGIES[request.param]
-    topo = {**topo, "host_rate_mbit": RATE, "fabric_rate_mbit": RATE, "queue_depth_pkts": 64}
-    run_dir = tmp_path_factory.mktemp(request.param)
-    n = TestbedNetwork(topo, jobs, target="soft", run_dir=run_dir, ecn=ECN,
-                       symphony={"threshold": 1, "k_sym": 1, "p_sym": 1.0, "enabled": True})
+    kind, hosts, params, ranks, incast = TOPOLOGIES[request.param]
+    n = make_net(kind, hosts, RATE, jobs=(ranks,), fabric_rate_mbit=RATE, queue_depth_pkts=64, **params,
+                 run_dir=tmp_path_factory.mktemp(request.param),
+                 net_kw={"ecn": ECN, "symphony": SymphonyParams(threshold=1, k_sym=1, p_sym=1.0, enabled=True)})
     with n:
         n.incast = incast
         yield n
     assert not [x for x in list_links() if x.startswith(f"{PREFIX}{n.id}")]
 
 
+@pytest.mark.root
 def test_all_pairs_ping(net):
-    hosts = [h.name for h in net.spec.hosts]
+    hosts = [h.name for h in net.topo.hosts]
     for src in hosts:
         for dst in hosts:
             if src != dst:
-                r = net.cmd(src, "ping", "-c1", "-W2", net.spec.host(dst).ip)
+                r = net.cmd(src, "ping", "-c1", "-W2", net.topo.host(dst).ip)
                 assert r.returncode == 0, f"{src} -> {dst}: {r.stdout[-300:]}"
     assert net.dead_switches() == []
 
 
+@pytest.mark.root
 def test_all_pairs_udp_exchange(net):
     port = 7000
-    ips = {h.name: h.ip for h in net.spec.hosts}
+    ips = {h.name: h.ip for h in net.topo.hosts}
     servers = [net.popen(h, [sys.executable, "-c", ECHO, ip, str(port)]) for h, ip in ips.items()]
     time.sleep(0.3)
     for h, ip in ips.items():
@@ -67,15 +99,12 @@ def test_all_pairs_udp_exchange(net):
         assert s.poll() is None
 
 
+@pytest.mark.root
 def test_ecn_marks_past_kmax_and_counters_read_back(net, tmp_path):
-    import subprocess
-
-    from contract.tags import tag_port
-    from topologies.spec.topo import route
     a, b, dst = net.incast
-    spec = net.job_dicts[0]
-    dport = spec["data_port"]
-    dst_ip = net.spec.host(dst).ip
+    job = net.jobs[0]
+    dport = job.data_port
+    dst_ip = net.topo.host(dst).ip
     recv = net.popen(dst, [sys.executable, "-c", RECV, dst_ip, str(dport), "1.5"],
                      stdout=subprocess.PIPE, text=True)
     assert recv.stdout.readline().strip() == "ready"
@@ -88,33 +117,34 @@ def test_ecn_marks_past_kmax_and_counters_read_back(net, tmp_path):
     got = json.loads(out.strip().splitlines()[-1])
     assert got["n"] > 0
     assert got["ce"] > 0, f"no CE marks: {got}, sent {sent}"
-    print(f"\n{net.spec.kind}: sent {sent}, received {got['n']}, CE {got['ce']}")
+    print(f"\n{net.topo.kind}: sent {sent}, received {got['n']}, CE {got['ce']}")
     # the switches on the path counted the queue marks at their egress ports
     # (the queue builds where the two senders first share a port)
     files = net.dump_switches(tmp_path / "switches")
-    assert set(files) == {s.name for s in net.spec.switches}
+    assert set(files) == {s.name for s in net.topo.switches}
     marks = 0
-    for hop in route(net.spec, a, dst):
+    for hop in route(net.topo, a, dst):
         dump = json.loads(files[hop.switch].read_text())
         marks += dump["counters"]["queue_marks"][str(hop.out_port)]["packets"]
     assert marks > 0
     assert set(dump["registers"]) >= {"flow_step", "step_count", "frontier"}
     # the tracked ring flow into dst is installed exactly on the switches of
     # its route and counted packets at each of them
-    ring = [r["host"] for r in spec["ranks"]]
+    ring = list(job.hosts)
     prev = ring[(ring.index(dst) - 1) % len(ring)]
     assert prev in (a, b)
-    on_path = [h.switch for h in route(net.spec, prev, dst)]
-    for sw in net.spec.switches:
+    on_path = [h.switch for h in route(net.topo, prev, dst)]
+    for sw in net.topo.switches:
         d = json.loads(files[sw.name].read_text())
         fids = [f["flow_id"] for f in d["flows"]
-                if f["src_ip"] == net.spec.host(prev).ip and f["dst_ip"] == dst_ip]
+                if f["src_ip"] == net.topo.host(prev).ip and f["dst_ip"] == dst_ip]
         if sw.name in on_path:
             assert d["counters"]["pkts"][str(fids[0])]["packets"] > 0, sw.name
         else:
             assert fids == [], sw.name
 
 
+@pytest.mark.root
 def test_names_and_no_warnings(net):
     # every switch end in the root namespace carries the prefix and the id;
     # ethtool/sysctl on them worked (their problems would be warnings)

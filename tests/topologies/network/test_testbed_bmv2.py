@@ -4,15 +4,18 @@ toolchain is missing; the soft target covers the same behaviour in
 tests/topologies/network/test_testbed.py."""
 
 import json
+import subprocess
 import sys
 
 import pytest
 
-from tests.harness import REPO
-from topologies.network.lab import list_links
+from contract.tags import tag_port
+from tests.harness.probes import RECV, SEND
+from tests.harness.specs import make_net
 from topologies.network.names import PREFIX
-
-BMV2_JSON = REPO / "build" / "bmv2" / "symphony.json"
+from topologies.network.shell import list_links
+from topologies.switch.params import EcnParams
+from topologies.switch.targets import BMV2_JSON
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2]
 
@@ -21,10 +24,9 @@ pytestmark = [pytest.mark.root, pytest.mark.bmv2]
 def net(tmp_path_factory):
     if not BMV2_JSON.exists():
         pytest.skip(f"{BMV2_JSON} missing: run `make p4` first")
-    from topologies.network.testbed import TestbedNetwork
-    n = TestbedNetwork({"kind": "star", "hosts": 3, "host_rate_mbit": 10, "queue_depth_pkts": 64},
-                       [{"ranks": 3}], target="bmv2", run_dir=tmp_path_factory.mktemp("bmv2"),
-                       ecn={"kmin": 2, "kmax": 6, "pmax": 0.2}, json_path=str(BMV2_JSON))
+    n = make_net("star", 3, 10, jobs=(3,), queue_depth_pkts=64, target="bmv2",
+                 run_dir=tmp_path_factory.mktemp("bmv2"),
+                 net_kw={"ecn": EcnParams(kmin=2, kmax=6, pmax=0.2), "json_path": str(BMV2_JSON)})
     with n:
         yield n
     assert not [x for x in list_links() if x.startswith(f"{PREFIX}{n.id}")]
@@ -37,20 +39,16 @@ def test_target_is_bmv2_with_a_thrift_port_per_switch(net):
 
 
 def test_all_pairs_ping(net):
-    for src in net.spec.hosts:
-        for dst in net.spec.hosts:
+    for src in net.topo.hosts:
+        for dst in net.topo.hosts:
             if src != dst:
                 r = net.cmd(src.name, "ping", "-c1", "-W2", dst.ip)
                 assert r.returncode == 0, f"{src.name} -> {dst.name}"
 
 
 def test_ecn_marks_and_counters(net, tmp_path):
-    import subprocess
-
-    from contract.tags import tag_port
-    from tests.test_topology_net import RECV, SEND
-    dport = net.job_dicts[0]["data_port"]
-    dst_ip = net.spec.host("h3").ip
+    dport = net.jobs[0].data_port
+    dst_ip = net.topo.host("h3").ip
     recv = net.popen("h3", [sys.executable, "-c", RECV, dst_ip, str(dport), "1.5"], stdout=subprocess.PIPE, text=True)
     assert recv.stdout.readline().strip() == "ready"
     senders = [net.popen(h, [sys.executable, "-c", SEND, dst_ip, str(dport), str(tag_port(0)), "1.5"],
