@@ -20,21 +20,24 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from contract.tags import tag_dscp, tag_port
 from topologies.network.intf import switch_port_commands
-from topologies.network.lab import sh as _sh
+from topologies.network.names import PREFIX, check_ifname, new_lab_id
+from topologies.network.shell import sh as _sh
 from topologies.switch import program as symphony_state
+from topologies.switch.targets import BMV2_JSON, REPO_ROOT
 from topologies.switch.twin import packets
+from topologies.switch.twin.client import TwinClient
 from topologies.switch.twin.pipeline import Pipeline
 from topologies.switch.twin.switch import ETH_P_ALL, PACKET_OUTGOING
 
-ROOT = Path(__file__).resolve().parents[2]
-VECTOR_DIR = ROOT / "p4" / "tests"
-BMV2_JSON = ROOT / "build" / "bmv2" / "symphony.json"
+VECTOR_DIR = REPO_ROOT / "p4" / "tests"
 
 HELPERS = {
     "add_flow": symphony_state.add_flow,
@@ -102,7 +105,7 @@ def step_frame(step: dict, flows: dict) -> tuple[int, bytes]:
     port = int(base.pop("port", 1))
     base.pop("port", None)
     if "step" in step:
-        # the step tag where the flow's transport carries it (DESIGN.md)
+        # the step tag where the flow's transport carries it (contract.tags)
         if base.get("proto", "udp") == "tcp":
             base["dscp"] = tag_dscp(int(step["step"]))
         else:
@@ -198,8 +201,6 @@ class WireTarget:
     on a real wire.  Subclasses start the switch and set self.client."""
 
     def __init__(self, ports=(1, 2, 3, 4), wait_s: float = 0.25):
-        from topologies.network.names import PREFIX, check_ifname, new_lab_id
-
         self.ports = list(ports)
         self.wait_s = wait_s
         self.id = new_lab_id()
@@ -315,10 +316,11 @@ class Bmv2Target(WireTarget):
         super().__init__(ports, wait_s)
 
     def start(self) -> None:
-        from p4utils.utils.sswitch_thrift_API import SimpleSwitchThriftAPI
+        # p4-utils is optional (only with the BMv2 toolchain)
+        from p4utils.utils.sswitch_thrift_API import SimpleSwitchThriftAPI  # noqa: PLC0415
 
         if not BMV2_JSON.exists():
-            subprocess.run(["make", "p4"], cwd=ROOT, check=True)
+            subprocess.run(["make", "p4"], cwd=REPO_ROOT, check=True)
         args = ["simple_switch", "--thrift-port", str(self.thrift_port), "--device-id", "0"]
         for p in self.ports:
             args += ["-i", f"{p}@{self.switch_if(p)}"]
@@ -346,17 +348,12 @@ class TwinProcessTarget(WireTarget):
     through TwinClient: the same wire path the BMv2 target uses."""
 
     def start(self) -> None:
-        import sys
-        import tempfile
-
-        from topologies.switch.twin.client import TwinClient
-
         self.tmp = tempfile.mkdtemp(prefix="symconf")
         sock = os.path.join(self.tmp, "twin.sock")
         args = [sys.executable, "-m", "topologies.switch.twin", "--name", "conformance", "--control", sock]
         for p in self.ports:
             args += ["--port", f"{p}={self.switch_if(p)}"]
-        self.proc = subprocess.Popen(args, cwd=ROOT, start_new_session=True)
+        self.proc = subprocess.Popen(args, cwd=REPO_ROOT, start_new_session=True)
         self.client = TwinClient.wait(sock, timeout=10, proc=self.proc)
 
     def close(self) -> None:

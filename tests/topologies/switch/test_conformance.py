@@ -1,5 +1,6 @@
-"""The conformance vectors of p4/tests/ on the twin (always) and on BMv2
-simple_switch (when it is installed; skipped with the reason otherwise)."""
+"""The conformance vectors of p4/tests/ on the twin's pure pipeline (always),
+on the twin process over veths (root) and on BMv2 simple_switch (when it is
+installed; skipped with the reason otherwise)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ import copy
 
 import pytest
 
-from topologies.switch.conformance import TwinTarget, check_output, load_vectors, run_vector
+from topologies.switch.conformance import (
+    Bmv2Target,
+    TwinProcessTarget,
+    TwinTarget,
+    check_output,
+    load_vectors,
+    run_vector,
+)
 
 VECTORS = load_vectors()
 IDS = [v.id for v in VECTORS]
@@ -45,35 +53,21 @@ def test_check_output_drop_and_fields():
     assert check_output({"port": 2}, None) == ["expected a packet, it was dropped"]
 
 
-@pytest.fixture(scope="module")
-def bmv2_target():
-    from topologies.switch.conformance import Bmv2Target
-    target = Bmv2Target()
+# the wire targets: packets on veths through AF_PACKET sockets, queue depth
+# made real with a held queue and fillers; BMv2's simple_switch, and the twin
+# process taking the same path
+WIRE_TARGETS = [pytest.param(Bmv2Target, marks=[pytest.mark.bmv2, pytest.mark.root], id="bmv2"),
+                pytest.param(TwinProcessTarget, marks=pytest.mark.root, id="twin_process")]
+
+
+@pytest.fixture(scope="module", params=WIRE_TARGETS)
+def wire_target(request):
+    target = request.param()
     yield target
     target.close()
 
 
-@pytest.mark.bmv2
-@pytest.mark.root
 @pytest.mark.parametrize("vector", VECTORS, ids=IDS)
-def test_vector_on_bmv2(vector, bmv2_target):
-    failures = run_vector(vector, bmv2_target)
-    assert not failures, "\n".join(failures)
-
-
-@pytest.fixture(scope="module")
-def twin_process_target():
-    from topologies.switch.conformance import TwinProcessTarget
-    target = TwinProcessTarget()
-    yield target
-    target.close()
-
-
-@pytest.mark.root
-@pytest.mark.parametrize("vector", VECTORS, ids=IDS)
-def test_vector_on_twin_process(vector, twin_process_target):
-    """The same vectors through the twin process over veths: packets on the
-    wire, control through TwinClient, queue depth made real with a held
-    queue and fillers (the path the BMv2 target takes)."""
-    failures = run_vector(vector, twin_process_target)
+def test_vector_on_a_wire_target(vector, wire_target):
+    failures = run_vector(vector, wire_target)
     assert not failures, "\n".join(failures)

@@ -13,6 +13,7 @@ import os
 import sys
 
 from topologies.switch.twin.queues import DEFAULT_DEPTH
+from topologies.switch.twin.switch import SwitchError, TwinSwitch, main_loop
 
 
 def parse_port(text: str) -> tuple[int, str]:
@@ -50,7 +51,6 @@ def main(argv: list[str] | None = None) -> int:
         print("twin: needs root (raw sockets on the switch's interfaces)", file=sys.stderr)
         return 2
 
-    from topologies.switch.twin.switch import SwitchError, TwinSwitch, main_loop
     try:
         sw = TwinSwitch(args.name, ports, args.control, args.queue_depth, args.seed)
     except SwitchError as e:

@@ -36,8 +36,8 @@ def build(src: str, dst: str, proto: str = "udp", sport: int = 0xC000, dport: in
         l4 = b""
     number = {"udp": 17, "tcp": 6}.get(proto, 1 if proto == "icmp" else 253)
     total = 20 + len(l4) + payload_len
-    hdr = bytearray(struct.pack("!BBHHHBBH4s4s", vihl, (dscp << 2) | ecn, total, ident, frag_offset & 0x1FFF, ttl, number, 0,
-                                ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed))
+    hdr = bytearray(struct.pack("!BBHHHBBH4s4s", vihl, (dscp << 2) | ecn, total, ident, frag_offset & 0x1FFF,
+                                ttl, number, 0, ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed))
     hdr[10:12] = ipv4_checksum(hdr).to_bytes(2, "big")
     return mac_bytes(eth_dst) + mac_bytes(eth_src) + ethertype.to_bytes(2, "big") + bytes(hdr) + l4 + payload
 

@@ -27,6 +27,7 @@ import sys
 import time
 
 from topologies.network import intf
+from topologies.network.state import sock_path_problem
 from topologies.switch.twin.pipeline import Pipeline, TwinError
 from topologies.switch.twin.queues import DEFAULT_DEPTH, EgressQueue
 
@@ -124,7 +125,6 @@ class TwinSwitch:
             s.bind(path)
         except OSError as e:
             s.close()
-            from topologies.network.state import sock_path_problem
             # a too-long path raises OSError("AF_UNIX path too long") without strerror
             why = sock_path_problem(path) or e.strerror or str(e)
             raise SwitchError(f"cannot create control socket {path}: {why}") from None
@@ -270,7 +270,7 @@ class TwinSwitch:
                 # queue catches up within MAX_CATCH_UP_S
                 events = poller.poll(timeout_ms if timeout_ms <= 0 else max(1, int(timeout_ms + 0.999)))
                 now = time.monotonic()
-                for fd, ev in events:
+                for fd, _ev in events:
                     if fd in self.by_fd:
                         self.receive(self.by_fd[fd], now)
                     elif fd == self.listener.fileno():

@@ -57,7 +57,7 @@ def check_action(table: p4names.Table, action: str, params: list) -> tuple[int, 
     if len(params) != len(spec):
         raise TwinError(f"action {action}: expects {len(spec)} parameters "
                         f"({', '.join(n for n, _ in spec) or 'none'}), got {len(params)}")
-    return tuple(parse_value(v, w, f"action {action} parameter {n}") for (n, w), v in zip(spec, params))
+    return tuple(parse_value(v, w, f"action {action} parameter {n}") for (n, w), v in zip(spec, params, strict=True))
 
 
 @dataclass
@@ -103,7 +103,8 @@ class Table:
         handle = self.next_handle
         kind = self.kind
         if kind == "exact":
-            key = tuple(parse_value(k, w, f"table {spec.name} key {f}") for (f, _, w), k in zip(spec.keys, match_keys))
+            key = tuple(parse_value(k, w, f"table {spec.name} key {f}")
+                        for (f, _, w), k in zip(spec.keys, match_keys, strict=True))
             if key in self.exact:
                 raise TwinError(f"table {spec.name}: duplicate entry {match_keys}")
             self.exact[key] = Entry(action, values)

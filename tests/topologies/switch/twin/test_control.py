@@ -5,6 +5,7 @@ errors, and random bytes on the control line never raise."""
 from __future__ import annotations
 
 import json
+import select
 import threading
 
 import pytest
@@ -12,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from topologies.switch.twin.client import TwinClient, TwinClientError
+from topologies.switch.twin.pipeline import Pipeline
+from topologies.switch.twin.queues import EgressQueue
 from topologies.switch.twin.switch import TwinSwitch
 
 
@@ -60,7 +63,6 @@ def test_bad_requests_get_one_line_errors(switch, line, message):
 def test_random_control_lines_never_raise(line):
     sw = TwinSwitch.__new__(TwinSwitch)          # the request handler needs no sockets
     sw.name, sw.queues, sw.stats = "f", {}, {}
-    from topologies.switch.twin.pipeline import Pipeline
     sw.pipeline = Pipeline()
     reply = sw.handle_request(line)
     assert ("error" in reply) != ("result" in reply)
@@ -68,7 +70,6 @@ def test_random_control_lines_never_raise(line):
 
 def test_client_over_the_unix_socket(switch):
     # run() installs signal handlers, which only the main thread may do: serve by hand instead
-    import select
     stop = threading.Event()
 
     def serve():
@@ -98,7 +99,6 @@ def test_client_over_the_unix_socket(switch):
 
 
 def test_queue_rate_in_packets_or_bits_per_port():
-    from topologies.switch.twin.queues import EgressQueue
     sw = TwinSwitch.__new__(TwinSwitch)          # queue settings need no sockets
     sw.name, sw.queues = "q", {1: EgressQueue(), 2: EgressQueue()}
     assert req(sw, "set_queue_rate_bps", 8e6, 2) == {"id": 7, "result": None}

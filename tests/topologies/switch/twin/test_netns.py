@@ -6,6 +6,7 @@ receiver, clean exit on SIGTERM."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -14,7 +15,8 @@ import time
 import pytest
 
 from contract.tags import tag_port
-from topologies.network.lab import Lab, list_links, list_netns
+from topologies.network.lab import Lab
+from topologies.network.shell import list_links, list_netns
 from topologies.switch import program as S
 from topologies.switch.twin.client import TwinClient, TwinClientError
 
@@ -125,7 +127,6 @@ def test_ping_udp_counters_and_clean_exit(twin_lab):
     client.close()
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=5) == 0
-    import os
     assert not os.path.exists(sock)
     dump = json.loads(open(os.path.join(os.path.dirname(sock), "s1.json")).read())
     assert dump["registers"]["flow_step"][0] == step and dump["counters"]["pkts"]["0"]["packets"] == n
@@ -143,7 +144,7 @@ def test_queue_rate_builds_a_queue_and_marks(twin_lab):
     receiver = lab.popen(1, [sys.executable, "-c", RECEIVER, "8", "noack"], stdout=subprocess.PIPE, text=True)
     time.sleep(0.5)
     blast = ("import socket; s=socket.socket(2,2); s.setsockopt(0,1,2); "
-             "[s.sendto(bytes(100), ('%s', 5000)) for _ in range(20)]" % h1.ip)
+             f"[s.sendto(bytes(100), ('{h1.ip}', 5000)) for _ in range(20)]")
     lab.exec(0, sys.executable, "-c", blast)
     out, _ = receiver.communicate(timeout=15)
     tos = json.loads(out)
