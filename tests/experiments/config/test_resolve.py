@@ -1,25 +1,18 @@
-import copy
-import tomllib
+"""Resolving a config: defaults filled, jobs placed, every bad key named in
+one line, the switches' and the job files' limits checked before any run."""
 
 import pytest
-import tomli_w
 
 from experiments import config as C
 from tests.harness import REPO
+from topologies.spec.topo import TopoParams
+from topologies.switch.params import EcnParams, SymphonyParams
 
 CONFIGS = sorted((REPO / "experiments" / "configs").glob("*.toml"))
 
 
-def base() -> dict:
-    return {
-        "name": "t",
-        "topology": {"kind": "leafspine", "hosts": 4, "leaves": 2, "spines": 1, "host_rate_mbit": 20},
-        "jobs": [{"ranks": 4, "message_bytes": 40000, "iterations": 2}],
-    }
-
-
-def test_defaults_are_filled_and_hosts_placed():
-    cfg = C.resolve(base()).as_dict()
+def test_defaults_are_filled_and_hosts_placed(base):
+    cfg = C.resolve(base).as_dict()
     assert cfg["variants"] == ["baseline", "symphony"]
     assert cfg["repeats"] == 1 and cfg["seed"] == 1
     assert cfg["ecn"] == {"kmin": 5, "kmax": 20, "pmax": 0.2}
@@ -64,8 +57,8 @@ def test_defaults_are_filled_and_hosts_placed():
     # the switches' 6-bit DSCP tag orders steps less than 32 apart (topologies.switch.controlplane.check_job)
     (lambda r: r["jobs"][0].update(transport="tcp") or r.update(symphony={"threshold": 32}), "jobs[0]"),
 ])
-def test_bad_config_names_the_key(mutate, key):
-    raw = base()
+def test_bad_config_names_the_key(base, mutate, key):
+    raw = base
     mutate(raw)
     with pytest.raises(C.ConfigError) as err:
         C.resolve(raw)
@@ -74,24 +67,14 @@ def test_bad_config_names_the_key(mutate, key):
     assert "\n" not in msg
 
 
-def test_tcp_job_over_32_ranks_refused_before_any_network():
-    raw = base()
+def test_tcp_job_over_32_ranks_refused_before_any_network(base):
+    raw = base
     raw["topology"] = {"kind": "star", "hosts": 33, "host_rate_mbit": 10}
     raw["jobs"][0].update(ranks=33, transport="tcp")
     with pytest.raises(C.ConfigError, match=r"^jobs\[0\]: job 1: transport tcp .* at most 32 ranks, got 33$"):
         C.resolve(raw)
     raw["jobs"][0].update(transport="udp")
     assert len(C.resolve(raw).jobs[0].hosts) == 33
-
-
-def test_resolved_config_round_trips_through_toml():
-    raw = base()
-    raw["jitter"] = [{"kind": "rate", "rank": 2, "start_s": [0.1, 0.5], "duration_s": 1, "fraction": 0.25},
-                     {"kind": "compute", "rank": "random", "iter": [0, 1], "delay_s": 0.2}]
-    raw["dcqcn"] = {"preset": "emulation", "line_rate_mbit": 20}
-    cfg = C.resolve(raw)
-    again = C.resolve(tomllib.loads(tomli_w.dumps(cfg.as_dict())))
-    assert again == cfg
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
@@ -110,25 +93,6 @@ def test_shipped_configs_include_demo_ci_sweep():
     assert any(C.load(p).sweep for p in CONFIGS)
 
 
-def test_sweep_points_cross_product():
-    raw = base()
-    raw["jitter"] = [{"kind": "rate", "rank": 1, "start_s": 0.1, "duration_s": 1, "fraction": 0.5}]
-    raw["sweep"] = {"jitter.0.fraction": [0.25, 0.5], "symphony.threshold": [0, 2, 4]}
-    points = C.sweep_points(raw)
-    assert len(points) == 6
-    fr = sorted({(cfg.jitter[0]["fraction"], cfg.symphony.threshold) for _, cfg in points})
-    assert fr == [(0.25, 0), (0.25, 2), (0.25, 4), (0.5, 0), (0.5, 2), (0.5, 4)]
-    assert points[0][0] == "fraction0.25_threshold0"
-    assert all(cfg.sweep == {} for _, cfg in points)
-
-
-def test_sweep_point_is_validated():
-    raw = base()
-    raw["sweep"] = {"symphony.p_sym": [0.5, 3.0]}
-    with pytest.raises(C.ConfigError, match="symphony.p_sym"):
-        C.sweep_points(copy.deepcopy(raw))
-
-
 def test_unreadable_and_invalid_toml(tmp_path):
     with pytest.raises(C.ConfigError, match="cannot read"):
         C.load(tmp_path / "nope.toml")
@@ -136,3 +100,25 @@ def test_unreadable_and_invalid_toml(tmp_path):
     bad.write_text("topology = [\n")
     with pytest.raises(C.ConfigError, match="not valid TOML"):
         C.load(bad)
+
+
+def test_defaults_are_the_typed_specs(base):
+    spec = C.resolve(base)
+    assert spec.ecn == EcnParams() and spec.symphony == SymphonyParams()
+    assert spec.topology == TopoParams(kind="leafspine", hosts=4, host_rate_mbit=20.0, fabric_rate_mbit=20.0)
+
+
+@pytest.mark.parametrize("mutate, message", [
+    # the job file's own checks (hosts.job), named by the config's key
+    (lambda r: r["jobs"][0].update(udp={"window_packets": 0}), r"^jobs\[0\]\.udp\.window_packets: "),
+    (lambda r: r["jobs"][0].update(deadlines={"step": 1}), r"^jobs\[0\]\.deadlines\.step: "),
+    (lambda r: r.update(dcqcn={"preset": "paper", "no_such_field": 1}), r"^dcqcn"),
+    # placement's: two jobs cannot share data or control ports
+    (lambda r: r["jobs"].append({"ranks": 2, "message_bytes": 800, "iterations": 1, "data_port": 5001}),
+     r"^jobs\[1\]\.data_port: "),
+])
+def test_what_every_run_would_refuse_is_refused_here(base, mutate, message):
+    mutate(base)
+    with pytest.raises(C.ConfigError, match=message) as err:
+        C.resolve(base)
+    assert "\n" not in str(err.value)

@@ -1,0 +1,39 @@
+"""The resolved spec: config.toml's content (as_dict) and the job files."""
+
+import tomllib
+
+import tomli_w
+
+from experiments import config as C
+from hosts.job import JobSpec, RankSpec, Straggle
+
+
+def test_resolved_config_round_trips_through_toml(base):
+    raw = base
+    raw["jitter"] = [{"kind": "rate", "rank": 2, "start_s": [0.1, 0.5], "duration_s": 1, "fraction": 0.25},
+                     {"kind": "compute", "rank": "random", "iter": [0, 1], "delay_s": 0.2}]
+    raw["dcqcn"] = {"preset": "emulation", "line_rate_mbit": 20}
+    cfg = C.resolve(raw)
+    again = C.resolve(tomllib.loads(tomli_w.dumps(cfg.as_dict())))
+    assert again == cfg
+
+
+def test_as_dict_leaves_out_what_toml_cannot_hold_and_the_sweep(base):
+    base["sweep"] = {"symphony.threshold": [1, 2]}
+    d = C.resolve(base).as_dict()
+    assert "sweep" not in d and "sweep_point" not in d and d["runner"] == {}
+    assert "enabled" not in d["symphony"]
+    assert d["topology"]["leaves"] == 2
+    base["topology"] = {"kind": "star", "hosts": 4, "host_rate_mbit": 20}
+    assert "leaves" not in C.resolve(base).as_dict()["topology"]
+
+
+def test_job_specs_ring_order_addresses_line_rate_and_straggles(base):
+    spec = C.resolve(base)
+    (job,) = C.job_specs(spec, {1: [{"rank": 1, "iter": 0, "delay_s": 0.5}]})
+    assert isinstance(job, JobSpec) and job.job == 1 and job.data_port == 5000 and job.seed == 1
+    assert job.ranks == (RankSpec(0, "10.0.0.1", "h1"), RankSpec(1, "10.0.0.3", "h3"),
+                         RankSpec(2, "10.0.0.2", "h2"), RankSpec(3, "10.0.0.4", "h4"))
+    assert job.dcqcn == {"preset": "emulation", "line_rate_mbit": 20.0}
+    assert job.straggle == (Straggle(1, 0, 0.5),)
+    assert C.job_specs(spec, {})[0].straggle == ()
