@@ -1,7 +1,8 @@
 """The oracle: a flow-level model of ring AllReduce jobs that predicts, for a
 scenario, each job's CCT with max-min fair sharing (baseline) and with
-Symphony's per-switch priority for the flows that are not ahead.  Pure: the
-adapter from the experiment config lives elsewhere.
+Symphony's per-switch priority for the flows that are not ahead.  Pure: no
+sockets, clock or files; building a ModelInput from an experiment config
+is the adapter's job, not this package's.
 
     from experiments.oracle import ModelInput, predict, simulate
     result = simulate(model_input, "symphony", threshold=1)   # one variant, with its timeline

@@ -204,19 +204,25 @@ def test_the_timeline_has_every_step_of_every_rank_like_the_agents_records():
 
 
 def _bench_inputs(two_jobs: bool) -> ModelInput:
-    """16 hosts on a dumbbell with a 2:1 fabric, a squeeze and a straggler:
-    one 16-rank job, or two 8-rank jobs spread over both sides."""
+    """16 hosts on a dumbbell with a 2.5:1 oversubscribed fabric, every access
+    link its own rate (so hardly two transfers end together), 10 us per
+    link, a squeeze, cross traffic and a straggler per iteration: one 16-rank
+    job, or two 8-rank jobs spread over both sides."""
     h = hosts(16)
     left = h[:8]
     path = dumbbell_path(left)
+    links = tuple(Link(x.id, x.rate_bps * (0.6 + 0.4 * (7 * i % 16) / 16) if "s1>s2" not in x.id and "s2>s1" not in x.id
+                       else x.rate_bps, 1e-5, x.leaves_switch)
+                  for i, x in enumerate(dumbbell(left, h[8:], 1e8, 2.5e8)))
+    order = h[::2] + h[1::2]
     if two_jobs:
-        jobs = (ring(1, h[0::2], 8 * 4 * 250_000, 3, path), ring(2, h[1::2], 8 * 4 * 25_000, 3, path))
+        jobs = (ring(1, order[:8], 8 * 4 * 250_000, 3, path), ring(2, order[8:], 8 * 4 * 150_000, 3, path))
     else:
-        jobs = (ring(1, h, 16 * 4 * 250_000, 3, path),)
+        jobs = (ring(1, order, 16 * 4 * 250_000, 3, path),)
     squeeze = (CapacityChange(0.05, "h3>s1", 1e7), CapacityChange(0.05, "s1>h3", 1e7),
                CapacityChange(0.5, "h3>s1", 1e8), CapacityChange(0.5, "s1>h3", 1e8))
-    return ModelInput(dumbbell(left, h[8:], 1e8, 4e8), jobs, capacity_changes=squeeze,
-                      straggles=(Straggle(1, 5, 1, 0.2),))
+    return ModelInput(links, jobs, capacity_changes=squeeze, cross=(CrossDemand(0.1, 0.4, ("s1>s2",), 5e7),),
+                      straggles=tuple(Straggle(1, 5, i, 0.05) for i in range(3)))
 
 
 @pytest.mark.parametrize("two_jobs", [False, True])
