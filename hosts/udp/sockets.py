@@ -154,7 +154,9 @@ class UdpTransport:
         been quiet for idle_s (it may have missed our last ACK)."""
         ep = self.ep
         start = time.monotonic()
-        quiet_at = lambda: max(ep.last_data, start) + idle_s  # noqa: E731
+
+        def quiet_at() -> float:
+            return max(ep.last_data, start) + idle_s
         self._run_until(lambda: time.monotonic() >= quiet_at(), deadline, quiet_at)
 
     # ---- the loop -----------------------------------------------------------

@@ -76,7 +76,8 @@ def test_marks_cut_the_rate_cnps_are_rate_limited_and_the_rate_recovers(tmp_path
     assert codes == [0, 0, 0], f"agents exited {codes}"
     assert all(e["exact"] for log in logs for e in log if e["kind"] == "iter_end")
 
-    ns = lambda t: (t - t_on) / 1e9          # noqa: E731  seconds after the marks went on
+    def ns(t):                               # seconds after the marks went on
+        return (t - t_on) / 1e9
     mark_s = ns(t_off)
     tx = [ns(e["t"]) for e in logs[1] if e["kind"] == "cnp" and e["dir"] == "tx"]
     rx = [ns(e["t"]) for e in logs[0] if e["kind"] == "cnp" and e["dir"] == "rx"]
