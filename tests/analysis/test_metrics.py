@@ -155,3 +155,33 @@ def test_access_link_jitter_is_attached_to_its_rank():
     assert (out[0]["job"], out[0]["rank"]) == (1, 1)
     assert "rank" not in out[1]
     assert out[2]["rank"] == 2
+
+
+# ---------------------------------------------------------------- two jobs
+
+def test_cct_per_job_and_iteration(run):
+    rm = m.run_metrics(run.events, run.switches, run.config, run.jitter)
+    assert set(rm["jobs"]) == {"1", "2"}
+    assert rm["jobs"]["1"]["ranks"] == [0, 1, 2] and rm["jobs"]["2"]["ranks"] == [0, 1, 2]
+    assert rm["jobs"]["1"]["cct_s"] == [pytest.approx(0.040), pytest.approx(0.040)]
+    assert rm["jobs"]["2"]["cct_s"] == [pytest.approx(0.080), pytest.approx(0.085)]
+    it = {j: [(i["iter"], i["start_s"], i["complete"]) for i in rm["jobs"][j]["iterations"]] for j in ("1", "2")}
+    assert it["1"] == [(0, pytest.approx(0.002), True), (1, pytest.approx(0.042), True)]
+    assert it["2"] == [(0, pytest.approx(0.0), True), (1, pytest.approx(0.080), True)]
+
+
+def test_misalignment_per_job(run):
+    jobs = m.run_metrics(run.events, {}, run.config)["jobs"]
+    assert jobs["1"]["misalignment"] == {"mean": 0.0, "max": 0, "frac_misaligned": 0.0}
+    assert jobs["2"]["misalignment"]["mean"] == pytest.approx(10 / 165)
+    assert jobs["2"]["misalignment"]["max"] == 1
+    assert jobs["2"]["misalignment_curve"] == [[pytest.approx(0.0), 0], [pytest.approx(0.080), 1],
+                                               [pytest.approx(0.085), 0], [pytest.approx(0.100), 1],
+                                               [pytest.approx(0.105), 0], [pytest.approx(0.165), 0]]
+
+
+def test_jitter_lands_on_the_right_job(run):
+    compute, rate = run.jitter
+    # job 2's rank 1 starts iteration 1 at +85 ms (job 1's rank 1 at +42 ms)
+    assert compute["end_ns"] == T0_NS + 85 * MS and compute["start_ns"] == T0_NS + 80 * MS
+    assert (rate["job"], rate["rank"]) == (2, 1)          # h5 is job 2's rank 1

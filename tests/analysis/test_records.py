@@ -7,7 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis.records import RecordWarning, load_run, normalise_jitter, read_jsonl
+from analysis import metrics as m
+from analysis.records import RecordWarning, agent_files, load_run, normalise_jitter, read_jsonl
 from analysis.report import analyse_run
 from analysis.synthetic import T0_NS, ring_times, write_run
 from contract.events import KINDS
@@ -164,3 +165,38 @@ def test_any_records_are_read_and_measured_without_an_exception(tmp_path, events
         warnings.simplefilter("ignore")
         result = analyse_run(load_run(run_dir))
     json.dumps(result)  # and it is JSON-serialisable
+
+
+# ---------------------------------------------------------------- two jobs
+
+def test_both_jobs_are_read_from_their_directories(run):
+    assert [(j, p.parent.name, p.name) for j, p in agent_files(run.path / "agents")] == [
+        (1, "job1", "rank0.jsonl"), (1, "job1", "rank1.jsonl"), (1, "job1", "rank2.jsonl"),
+        (2, "job2", "rank0.jsonl"), (2, "job2", "rank1.jsonl"), (2, "job2", "rank2.jsonl")]
+    assert {(e["job"], e["rank"]) for e in run.events} == {(j, r) for j in (1, 2) for r in range(3)}
+    assert [e["t"] for e in run.events] == sorted(e["t"] for e in run.events)
+    assert run.warnings == []
+
+
+def test_single_job_layout_still_reads(tmp_path):
+    d = write_run(tmp_path / "one", ring_times(3, 1, 0.010))
+    assert [(j, p.name) for j, p in agent_files(d / "agents")] == [
+        (None, "rank0.jsonl"), (None, "rank1.jsonl"), (None, "rank2.jsonl")]
+    assert {e["job"] for e in load_run(d).events} == {1}
+
+
+def test_a_file_of_another_job_is_kept_under_its_own_job_with_a_warning(tmp_path, two_job_run):
+    d = two_job_run(tmp_path / "r")
+    (d / "agents" / "job2" / "rank0.jsonl").rename(d / "agents" / "job1" / "rank9.jsonl")
+    with pytest.warns(RecordWarning, match=r"job1/rank9.jsonl: \d+ event\(s\) of another job"):
+        r = load_run(d)
+    assert {e["rank"] for e in r.events if e["job"] == 2} == {0, 1, 2}
+
+
+def test_the_same_job_and_rank_in_two_files_counts_once(tmp_path, two_job_run):
+    d = two_job_run(tmp_path / "r")
+    (d / "agents" / "rank0.jsonl").write_bytes((d / "agents" / "job1" / "rank0.jsonl").read_bytes())
+    with pytest.warns(RecordWarning, match="job 1 rank 0 is already in"):
+        r = load_run(d)
+    rm = m.run_metrics(r.events, {}, {})
+    assert rm["jobs"]["1"]["cct_s"] == [pytest.approx(0.040), pytest.approx(0.040)]

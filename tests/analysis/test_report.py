@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from matplotlib import image as mpimg
 
-from analysis.records import RecordWarning
-from analysis.report import write_report
+from analysis.records import RecordWarning, load_run
+from analysis.report import analyse_run, write_report
 from analysis.synthetic import demo_experiment, ring_times, sawtooth_rates, write_run
 from tests.harness import REPO
 
@@ -156,3 +156,32 @@ def test_demo_experiment_is_analysable_without_warnings(tmp_path):
         warnings.simplefilter("error", RecordWarning)
         report = write_report(dirs)
     assert "| symphony | 1 / 1 |" in report.read_text()
+
+
+# ---------------------------------------------------------------- two jobs
+
+def test_report_shows_cct_per_job(tmp_path, two_job_run):
+    root = tmp_path / "exp"
+    dirs = [two_job_run(root / "a-baseline-rep0", "baseline", job2_step_s=0.020),
+            two_job_run(root / "a-symphony-rep0", "symphony", job2_step_s=0.016)]
+    report = write_report(dirs)
+    text = report.read_text()
+    summary = json.loads((root / "report.json").read_text())
+    sym = summary["variants"]["symphony"]["jobs"]
+    assert summary["multi_job"] is True
+    assert sym["1"]["cct_mean_s"] == pytest.approx(0.040) and sym["1"]["cct_change_pct"] == pytest.approx(0.0)
+    assert sym["2"]["cct_mean_s"] == pytest.approx(0.064) and sym["2"]["cct_change_pct"] == pytest.approx(-20.0)
+    assert summary["variants"]["baseline"]["jobs"]["2"]["cct_n"] == 2
+    assert "## CCT per job" in text
+    assert "| baseline | 2 | 3 | 2 | 0.0800 |" in text
+    assert "| symphony | 2 | 3 | 2 | 0.0640 | 0.0000 | -20.0 % |" in text
+    assert "| a-symphony-rep0 | symphony | ok | 2 | 2 / 2 | 0: 0.0640, 1: 0.0640 | 0.0640 | True |" in text
+    metrics = json.loads((dirs[0] / "metrics.json").read_text())
+    assert metrics["summary"]["jobs"]["2"]["cct_by_iter_s"] == {"0": pytest.approx(0.08), "1": pytest.approx(0.08)}
+
+
+def test_single_job_report_has_no_per_job_tables(tmp_path):
+    d = write_run(tmp_path / "one", ring_times(3, 1, 0.010))
+    a = analyse_run(load_run(d))
+    assert list(a["summary"]["jobs"]) == ["1"]
+    assert "CCT per job" not in write_report([d]).read_text()
