@@ -1,27 +1,11 @@
 """Readers for a run directory (its layout: experiments/README.md, "Run directory").
 
-Everything here is I/O at the edge: it turns files into plain Python values
-(lists of event dicts, dicts of counters) and never computes a metric.  Bad
-or missing parts are tolerated: they become a ``RecordWarning`` (which names
-the file and the line) and an entry in ``Run.warnings``, never an exception,
-because a run killed mid-write must still be readable.
-
-Jitter times (``jitter.jsonl``): each change is
-``{"kind", "link" or "rank", "start", "end", "params"}``.  ``start``/``end``
-are accepted in two forms:
-
-* integers of ns, CLOCK_REALTIME (anything above 1e15 is taken as that);
-* seconds relative to the run's t0 (when the agents were started), also
-  spelt ``start_s``/``end_s`` as experiments/jitter/schedule.py writes them.  t0 comes
-  from, first found: a field ``t0`` on the same line; a header line holding
-  ``t0`` and no ``kind`` (applies to the lines after it); meta.json's
-  ``t0_ns`` (or ``agents_t0_ns``, ``start_ns``, ``t0``); else the first agent
-  event, with a warning.  ``t0`` is ns CLOCK_REALTIME, or seconds since the
-  epoch when it is below 1e12.
-
-``compute`` events (a rank starts an iteration late) carry no window; they
-are placed from the agent events by ``metrics.place_compute_jitter``.
-All jitter windows leave this module as absolute ns.
+I/O at the edge: files become plain values (event dicts, counter dicts),
+never a metric.  Bad or missing parts become a ``RecordWarning`` naming the
+file and line (and an entry in ``Run.warnings``), never an exception: a run
+killed mid-write must still be readable.  Jitter windows leave ``load_run``
+as absolute ns (``normalise_jitter`` says which time forms it accepts), each
+placed among the ranks (analysis.windows).
 """
 
 from __future__ import annotations
@@ -34,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.metrics import attach_link_ranks, place_compute_jitter
+from analysis.windows import attach_link_ranks, place_compute_jitter
 from contract.events import SchemaError, validate
 
 ABS_NS_MIN = 10**15      # a time above this is ns since the epoch (year 2001+)
@@ -264,12 +248,15 @@ def normalise_jitter(lines: list[dict[str, Any]], fallback_t0: int | None,
                      run_t0: int | None = None) -> list[dict[str, Any]]:
     """Jitter lines -> windows with ``start_ns``/``end_ns`` (absolute).
 
-    Times come as ``start``/``end`` (absolute ns, or seconds relative to t0)
-    or ``start_s``/``end_s`` (always seconds relative to t0).  t0: the line's
-    own ``t0``, else the last header line's, else ``run_t0`` (meta.json),
-    else ``fallback_t0`` (the first agent event) with a warning.  A
+    Times come as ``start``/``end`` (absolute ns, CLOCK_REALTIME, when above
+    1e15; else seconds relative to t0) or ``start_s``/``end_s`` (always
+    seconds relative to t0, as experiments.jitter.schedule writes them).  t0:
+    the line's own ``t0``, else the last header line's (a line with ``t0``
+    and no ``kind``), else ``run_t0`` (meta.json's ``t0_ns`` or an older
+    key), else ``fallback_t0`` (the first agent event) with a warning; a t0
+    below 1e12 is seconds since the epoch.  A
     ``compute`` event has no window of its own: it is kept with
-    ``start_ns``/``end_ns`` None (``metrics.place_compute_jitter`` puts it
+    ``start_ns``/``end_ns`` None (``windows.place_compute_jitter`` puts it
     where the rank actually started late)."""
     header_t0: int | None = None
     warned_fallback = False

@@ -147,16 +147,6 @@ def test_run_metrics_relative_times_and_jobs_apart():
     assert rm["jobs"]["1"]["iterations"][0]["goodput"]["0"]["fraction_of_link"] == pytest.approx(0.8)
 
 
-def test_access_link_jitter_is_attached_to_its_rank():
-    config = {"jobs": [{"job": 1, "hosts": ["h1", "h3", "h2", "h4"]}]}
-    windows = [{"kind": "rate", "link": "h3-l2"}, {"kind": "rate", "link": "l1-s1"},
-               {"kind": "compute", "rank": 2, "link": None}]
-    out = m.attach_link_ranks(windows, config)
-    assert (out[0]["job"], out[0]["rank"]) == (1, 1)
-    assert "rank" not in out[1]
-    assert out[2]["rank"] == 2
-
-
 # ---------------------------------------------------------------- two jobs
 
 def test_cct_per_job_and_iteration(run):
@@ -178,10 +168,3 @@ def test_misalignment_per_job(run):
     assert jobs["2"]["misalignment_curve"] == [[pytest.approx(0.0), 0], [pytest.approx(0.080), 1],
                                                [pytest.approx(0.085), 0], [pytest.approx(0.100), 1],
                                                [pytest.approx(0.105), 0], [pytest.approx(0.165), 0]]
-
-
-def test_jitter_lands_on_the_right_job(run):
-    compute, rate = run.jitter
-    # job 2's rank 1 starts iteration 1 at +85 ms (job 1's rank 1 at +42 ms)
-    assert compute["end_ns"] == T0_NS + 85 * MS and compute["start_ns"] == T0_NS + 80 * MS
-    assert (rate["job"], rate["rank"]) == (2, 1)          # h5 is job 2's rank 1

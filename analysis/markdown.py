@@ -1,0 +1,120 @@
+"""report.md: the summary table, the runs, the per-job tables when a run
+has several jobs, the plots with their captions, the reading warnings.
+Text only: the figures come from report's summary and analyse_run."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from analysis import metrics as m
+
+
+def _f(x: Any, fmt: str = "{:.3f}") -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return fmt.format(x)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.1f} %"
+
+
+def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str, Any]],
+                    plot_paths: list[Path], out_dir: Path, warnings: list[str]) -> str:
+    lines = [f"# Report: {title}", "",
+             f"{len(analysed)} run(s): " + ", ".join(f"`{a['run']}`" for a in analysed), ""]
+    lines += ["## Summary", "",
+              "| variant | runs ok / all | CCT samples | mean CCT (s) | std (s) | change vs baseline "
+              "| misalignment mean (steps) | misalignment max | step-end skew mean (ms) "
+              "| Symphony marks / run | queue marks / run | CNPs / run |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for v, row in summary["variants"].items():
+        lines.append(
+            f"| {v} | {row['runs_ok']} / {row['runs']} | {row['cct_n']} | {_f(row['cct_mean_s'], '{:.4f}')} "
+            f"| {_f(row['cct_std_s'], '{:.4f}')} | {_pct(row['cct_change_pct'])} "
+            f"| {_f(row['misalignment_mean'], '{:.2f}')} | {_f(row['misalignment_max'], '{:.0f}')} "
+            f"| {_f(None if row['step_end_skew_mean_s'] is None else row['step_end_skew_mean_s'] * 1e3, '{:.2f}')} "
+            f"| {_f(row['sym_marks_per_run'], '{:.1f}')} | {_f(row['queue_marks_per_run'], '{:.1f}')} "
+            f"| {_f(row['cnp_per_run'], '{:.1f}')} |")
+    lines += ["",
+              "CCT: first `step_start` to last `step_end` over all ranks of a job, one sample per iteration "
+              "of each ok run. Change: (mean CCT of the variant - mean CCT of baseline) / baseline; "
+              "negative means faster than baseline. Misalignment: newest minus oldest current step across "
+              "ranks, time-weighted mean over the run, and its maximum. Step-end skew: last minus first "
+              "rank to end a step, mean over steps. Std: sample standard deviation of the pooled iterations. "
+              "Failed or interrupted runs are listed below and left out of every figure in this table.", ""]
+    if summary.get("multi_job"):
+        lines += _per_job_markdown(summary, analysed)
+    wrong = [r for row in summary["variants"].values() for r in row["wrong_results"]]
+    if wrong:
+        lines += [f"**Wrong AllReduce results** in: {', '.join(wrong)}", ""]
+    not_ok = [(v, r) for v, row in summary["variants"].items() for r in row["runs_not_ok"]]
+    if not_ok:
+        lines += ["## Runs not counted (failed or interrupted)", "", "| run | variant | status | reason |",
+                  "|---|---|---|---|"]
+        lines += [f"| {r['run']} | {v} | {r['status']} | {r['reason'] or '-'} |" for v, r in not_ok]
+        lines.append("")
+    lines += ["## Runs", "",
+              "| run | variant | repeat | status | iterations complete | mean CCT (s) | misalignment mean / max "
+              "| goodput per rank (Mbit/s) | of link rate | exact |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for a in analysed:
+        s = a["summary"]
+        gp = s["goodput_mean_bps"]
+        lines.append(
+            f"| {a['run']} | {a['variant']} | {_f(a['repeat'], '{}')} | {a['status']} "
+            f"| {s['iterations_complete']} / {s['iterations']} | {_f(s['cct_mean_s'], '{:.4f}')} "
+            f"| {_f(s['misalignment_mean'], '{:.2f}')} / {_f(s['misalignment_max'], '{:.0f}')} "
+            f"| {_f(None if gp is None else gp / 1e6, '{:.2f}')} "
+            f"| {_f(s['goodput_mean_fraction'], '{:.0%}')} | {_f(s['exact'], '{}')} |")
+    lines += ["", "Goodput: a rank's `step_end` bytes x 8 over its own active time in the iteration "
+              "(first `step_start` to last `step_end`), averaged over ranks and iterations; the link rate "
+              "comes from config.toml's topology (`-` when it names none).", ""]
+    captions = {
+        "timeline": "Per-step timeline: a row per rank (per job and rank when there are several jobs), "
+                    "a bar per ring step (blue reduce-scatter, orange all-gather), jitter windows shaded red; "
+                    "the variants of one repeat share the time axis.",
+        "misalignment": "Misalignment over time (newest minus oldest current step across ranks), ok runs.",
+        "cct": "CCT distribution per variant (box: quartiles, diamond: mean, dots: iterations).",
+        "rates": "DCQCN current rate Rc per ring flow; ticks under each panel are the CNPs its sender received.",
+        "marks": "ECN marks by cause per switch, mean over ok runs (error bar: std).",
+    }
+    lines += ["## Plots", ""]
+    for p in plot_paths:
+        rel = os.path.relpath(p, out_dir)
+        kind = p.stem.split("_")[0]
+        lines += [f"### {p.stem}", "", captions.get(kind, ""), "", f"![{p.stem}]({rel})", ""]
+    if warnings:
+        lines += ["## Warnings while reading", ""] + [f"- {w}" for w in warnings] + [""]
+    return "\n".join(lines)
+
+
+def _per_job_markdown(summary: dict[str, Any], analysed: list[dict[str, Any]]) -> list[str]:
+    """The tables a run with several jobs needs: each job's CCT per variant
+    (against the same job's baseline), then each run's CCT per job and
+    iteration."""
+    lines = ["## CCT per job", "",
+             "| variant | job | ranks | CCT samples | mean CCT (s) | std (s) | change vs baseline (same job) "
+             "| misalignment mean (steps) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for v, row in summary["variants"].items():
+        for job, j in row["jobs"].items():
+            lines.append(f"| {v} | {job} | {j['ranks']} | {j['cct_n']} | {_f(j['cct_mean_s'], '{:.4f}')} "
+                         f"| {_f(j['cct_std_s'], '{:.4f}')} | {_pct(j['cct_change_pct'])} "
+                         f"| {_f(j['misalignment_mean'], '{:.2f}')} |")
+    lines += ["", "Each job's CCT is over its own ranks only; the summary above pools every job's iterations.", "",
+              "## CCT per job and iteration", "",
+              "| run | variant | status | job | iterations complete | CCT per iteration (s) | mean CCT (s) | exact |",
+              "|---|---|---|---|---|---|---|---|"]
+    for a in analysed:
+        for job in m.job_order(a["summary"]["jobs"]):
+            j = a["summary"]["jobs"][job]
+            per_iter = ", ".join(f"{it}: {_f(c, '{:.4f}')}" for it, c in j["cct_by_iter_s"].items()) or "-"
+            lines.append(f"| {a['run']} | {a['variant']} | {a['status']} | {job} "
+                         f"| {j['iterations_complete']} / {j['iterations']} | {per_iter} "
+                         f"| {_f(j['cct_mean_s'], '{:.4f}')} | {_f(j['exact'], '{}')} |")
+    lines.append("")
+    return lines
