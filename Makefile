@@ -15,7 +15,9 @@ $(STAMP): pyproject.toml scripts/setup.sh
 	bash scripts/setup.sh
 	touch $@
 
+# Lint first (ruff, configured in pyproject.toml), then the whole suite.
 test: $(STAMP)
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The default experiment (CONFIG, TARGET overridable); exits with the runner's code.

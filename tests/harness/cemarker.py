@@ -16,7 +16,7 @@ kernel's reaction to the marks).
         lab.marker.off()
         lab.marker.stats()
 
-The forwarder process: ``python3 tests/harness/cemarker.py --iface m0 --iface m1
+The forwarder process: ``python3 -m tests.harness.cemarker --iface m0 --iface m1
 --control SOCK [--log FILE] [--seed S] [--bin-ms 10]`` (run inside the middle
 namespace).  Control: JSON lines over the Unix socket, {"cmd": "mark", "p":
 0.3, "match": {"dport": 5000}}, {"cmd": "off"}, {"cmd": "stats"}; every
@@ -37,18 +37,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from contract.tags import ECN_CE  # noqa: E402
-from topologies.network.intf import host_sysctls, ipv6_off, offloads_off  # noqa: E402
-from topologies.network.names import PREFIX, check_ifname, new_lab_id  # noqa: E402
-from topologies.network.shell import remove_by_prefix  # noqa: E402
-from topologies.network.shell import sh as _sh  # noqa: E402
-from topologies.switch.twin.switch import ETH_P_ALL, PACKET_OUTGOING  # noqa: E402
+from contract.tags import ECN_CE
+from tests.harness import REPO
+from topologies.network.intf import host_sysctls, ipv6_off, offloads_off
+from topologies.network.names import PREFIX, check_ifname, new_lab_id
+from topologies.network.shell import remove_by_prefix
+from topologies.network.shell import sh as _sh
+from topologies.switch.twin.switch import ETH_P_ALL, PACKET_OUTGOING
 
 
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -334,10 +330,10 @@ class MarkerLab:
             for i in range(n_hosts):
                 ports.append(self._add_host(i, f"10.78.{third}.{i + 1}", rate_mbit))
             self.marker_proc = subprocess.Popen(
-                ["ip", "netns", "exec", self.mid, sys.executable, str(Path(__file__).resolve()),
+                ["ip", "netns", "exec", self.mid, sys.executable, "-m", "tests.harness.cemarker",
                  *[a for p in ports for a in ("--iface", p)], "--control", self.control,
                  "--seed", str(seed), "--bin-ms", str(bin_ms), "--log", self.log],
-                start_new_session=True)
+                start_new_session=True, cwd=REPO)
             deadline = time.monotonic() + 10
             while not os.path.exists(self.control):
                 if self.marker_proc.poll() is not None or time.monotonic() > deadline:
