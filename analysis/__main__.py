@@ -1,4 +1,4 @@
-"""python3 -m analysis report RUN_DIR [RUN_DIR ...] [--out DIR]
+"""python3 -m analysis report RUN_DIR [RUN_DIR ...] [--out DIR] [--oracle FILE]
 python3 -m analysis synth OUT_DIR   (made-up runs, to try the report without a network)"""
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     rep.add_argument("--out", type=Path, default=None,
                      help="where plots and report.md go (default: the runs' common experiment dir)")
+    rep.add_argument("--oracle", type=Path, default=None, metavar="FILE",
+                     help="the oracle file to set beside the runs (default: <stamp>-oracle.json beside them)")
     syn = sub.add_parser("synth", help="write made-up baseline/symphony runs (for trying the report)")
     syn.add_argument("out_dir", type=Path)
     syn.add_argument("--repeats", type=int, default=3)
@@ -40,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     try:
-        report = write_report(args.run_dirs, args.out)
+        report = write_report(args.run_dirs, args.out, args.oracle)
     except (ValueError, OSError) as exc:
         print(f"analysis: {exc}", file=sys.stderr)
         return 2

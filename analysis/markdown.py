@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis import metrics as m
+from analysis.oracle import CAPTURE_MIN_PCT
 
 
 def _f(x: Any, fmt: str = "{:.3f}") -> str:
@@ -46,6 +47,8 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
               "ranks, time-weighted mean over the run, and its maximum. Step-end skew: last minus first "
               "rank to end a step, mean over steps. Std: sample standard deviation of the pooled iterations. "
               "Failed or interrupted runs are listed below and left out of every figure in this table.", ""]
+    if any(row["oracle"] for row in summary.get("jobs", {}).values()):
+        lines += _oracle_markdown(summary)
     if summary.get("multi_job"):
         lines += _per_job_markdown(summary, analysed)
     wrong = [r for row in summary["variants"].values() for r in row["wrong_results"]]
@@ -76,11 +79,14 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
     captions = {
         "timeline": "Per-step timeline: a row per rank (per job and rank when there are several jobs), "
                     "a bar per ring step (blue reduce-scatter, orange all-gather), jitter windows shaded red; "
-                    "the variants of one repeat share the time axis.",
+                    "the variants of one repeat share the time axis; panels titled oracle are the flow-level "
+                    "model on that repeat's jitter schedule (when the runs have an oracle file).",
         "misalignment": "Misalignment over time (newest minus oldest current step across ranks), ok runs.",
         "cct": "CCT distribution per variant (box: quartiles, diamond: mean, dots: iterations).",
         "rates": "DCQCN current rate Rc per ring flow; ticks under each panel are the CNPs its sender received.",
         "marks": "ECN marks by cause per switch, mean over ok runs (error bar: std).",
+        "cctjobs": "Mean CCT per job: bars measured (error bar: std over iterations), diamonds the flow-level "
+                   "oracle on the same jitter schedules, dashed the job's bandwidth bound.",
     }
     lines += ["## Plots", ""]
     for p in plot_paths:
@@ -90,6 +96,29 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
     if warnings:
         lines += ["## Warnings while reading", ""] + [f"- {w}" for w in warnings] + [""]
     return "\n".join(lines)
+
+
+def _oracle_markdown(summary: dict[str, Any]) -> list[str]:
+    """Per job: the measured change beside the flow-level oracle's."""
+    lines = ["### Against the oracle", "",
+             "| job | baseline CCT (s) | Symphony CCT (s) | change | oracle baseline (s) | oracle Symphony (s) "
+             "| oracle change | bound (s) | captured | efficiency |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for job, row in summary["jobs"].items():
+        o = row["oracle"] or {}
+        lines.append(
+            f"| {job} | {_f(row['baseline_cct_s'], '{:.4f}')} | {_f(row['symphony_cct_s'], '{:.4f}')} "
+            f"| {_pct(row['cct_change_pct'])} | {_f(o.get('baseline_cct_s'), '{:.4f}')} "
+            f"| {_f(o.get('symphony_cct_s'), '{:.4f}')} | {_pct(o.get('cct_change_pct'))} "
+            f"| {_f(o.get('bound_s'), '{:.4f}')} | {_f(row['captured'], '{:.2f}')} "
+            f"| {_f(row['efficiency'], '{:.2f}')} |")
+    lines += ["", "Oracle: the flow-level model (experiments/oracle) on the jitter schedules the ok runs used, "
+              "mean over them; max-min fair sharing (baseline) against strict priority for the flows a switch "
+              f"would not mark (Symphony, threshold {summary.get('oracle_threshold')}). Captured: measured change "
+              f"over the oracle's (`-` when the oracle's is below {CAPTURE_MIN_PCT:g} % in size: nothing to gain). "
+              "Efficiency: oracle baseline CCT over measured baseline CCT. Bound: 2(N-1)/N x S / B at the "
+              "slowest access link's nominal rate.", ""]
+    return lines
 
 
 def _per_job_markdown(summary: dict[str, Any], analysed: list[dict[str, Any]]) -> list[str]:

@@ -281,3 +281,43 @@ def plot_marks(marks: dict[str, dict[str, dict[str, tuple[float, float]]]], path
     fig.suptitle("ECN marks by cause per switch", fontsize=11, x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     return _save(fig, path)
+
+
+def plot_cct_jobs(jobs: dict[str, dict[str, Any]], path: Path) -> Path:
+    """Mean CCT per job: a bar per measured variant (error bar: std over
+    iterations), the oracle's CCT per variant as a marker on its bar's
+    position, the job's bandwidth bound as a dashed line across its group.
+
+    jobs: job -> {"measured": {variant: (mean_s, std_s)}, "oracle": {variant:
+    cct_s}, "bound_s": float | None}."""
+    order = list(jobs)
+    variants = list(dict.fromkeys(v for row in jobs.values() for v in [*row["measured"], *row["oracle"]]))
+    fig, ax = plt.subplots(figsize=(max(7.5, 3.5 + 1.8 * len(order) * max(1, len(variants)) / 2), 4.4))
+    width = 0.8 / max(1, len(variants))
+    for i, v in enumerate(variants):
+        xs = [x + (i - (len(variants) - 1) / 2) * width for x in range(len(order))]
+        measured = [jobs[j]["measured"].get(v) for j in order]
+        bars = [(x, mv) for x, mv in zip(xs, measured, strict=True) if mv is not None]
+        if bars:
+            ax.bar([x for x, _ in bars], [mv[0] for _, mv in bars], width=width * 0.9,
+                   yerr=[mv[1] for _, mv in bars], capsize=3, color=variant_colour(v, i), alpha=0.55,
+                   error_kw={"ecolor": "#777777", "lw": 1}, label=f"{v} (measured)")
+        marks = [(x, jobs[j]["oracle"][v]) for x, j in zip(xs, order, strict=True) if v in jobs[j]["oracle"]]
+        if marks:
+            ax.scatter([x for x, _ in marks], [y for _, y in marks], marker="D", s=46, zorder=4,
+                       color="white", edgecolor=variant_colour(v, i), linewidth=2, label=f"{v} (oracle)")
+    bound_drawn = False
+    for x, j in enumerate(order):
+        bound = jobs[j].get("bound_s")
+        if bound:
+            ax.hlines(bound, x - 0.45, x + 0.45, colors="black", linestyles="--", lw=1,
+                      label=None if bound_drawn else "bandwidth bound")
+            bound_drawn = True
+    ax.set_xticks(range(len(order)), [f"job {j}" for j in order])
+    ax.set_ylabel("mean CCT (s)")
+    ax.set_ylim(bottom=0)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set_title("Mean CCT per job: measured (bars), oracle (diamonds)", fontsize=10, loc="left")
+    fig.tight_layout()
+    return _save(fig, path)

@@ -23,7 +23,9 @@ from typing import Any
 from analysis import metrics as m
 from analysis import plots
 from analysis.markdown import render_markdown
-from analysis.records import Run, load_run
+from analysis.oracle import find_oracle, job_comparison, load_oracle, timeline_events
+from analysis.records import Run, load_run, meta_t0_ns
+from analysis.windows import place_compute_jitter
 
 BASELINE = "baseline"
 VARIANT_ORDER = (BASELINE, "symphony")
@@ -140,10 +142,12 @@ def summarise_jobs(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def summarise(analysed: list[dict[str, Any]]) -> dict[str, Any]:
+def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per variant: ok/failed runs, CCT mean/std over pooled samples,
     change against baseline in percent (negative = faster), misalignment,
-    marks and CNPs per run."""
+    marks and CNPs per run.  Per job: measured CCTs and change beside the
+    oracle's (an oracle document, analysis.oracle), what was captured of it
+    and the emulation's efficiency."""
     variants = _order(a["variant"] for a in analysed)
     out: dict[str, Any] = {"variants": {}}
     for v in variants:
@@ -176,6 +180,8 @@ def summarise(analysed: list[dict[str, Any]]) -> dict[str, Any]:
         for job, jrow in row["jobs"].items():   # against the same job's baseline
             jrow["cct_change_pct"] = _change(v, jrow["cct_mean_s"], base_jobs.get(job, {}).get("cct_mean_s"))
     out["multi_job"] = any(len(a["summary"]["jobs"]) > 1 for a in analysed)
+    out["jobs"] = job_comparison(out["variants"], oracle, analysed)
+    out["oracle_threshold"] = oracle.get("threshold") if oracle else None
     return out
 
 
@@ -221,8 +227,44 @@ def _title(run: Run, rm: dict[str, Any]) -> str:
     return f"{run.variant} - {run.name} - {cct_s}{status}"
 
 
+def oracle_panels(members: list[Run], by_name: dict[str, dict[str, Any]],
+                  oracle: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Timeline panels of the model on the schedule of these runs' repeat,
+    one per variant, on the measured panels' time axis (the model's t = 0 is
+    the run's t0 in meta.json, the jitter clock's zero); compute windows
+    placed where the model's rank started late."""
+    panels = []
+    for r in members if oracle else []:
+        t0 = by_name[r.name]["t0_ns"]
+        events = timeline_events(oracle, r.repeat, r.variant, meta_t0_ns(r.meta) or t0) if r.repeat is not None else []
+        if not events:
+            continue
+        jobs = oracle["repeats"][str(r.repeat)]["variants"][r.variant]["jobs"].values()
+        cct = mean(j["mean_cct_s"] for j in jobs)
+        unplaced = [{**w, "start_ns": None, "end_ns": None} if w.get("kind") == "compute" else w for w in r.jitter]
+        panels.append({"title": f"oracle {r.variant} - the flow-level model on rep {r.repeat}'s jitter - "
+                                f"mean CCT {cct:.3f} s",
+                       "events": events, "t0": t0, "jitter": place_compute_jitter(unplaced, events)})
+    return panels
+
+
+def cct_per_job(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """What the CCT-per-job chart draws: per job the measured mean and std
+    per variant, the oracle's CCT per variant and the bandwidth bound."""
+    out = {}
+    for job, row in summary["jobs"].items():
+        o = row["oracle"] or {}
+        out[job] = {"measured": {v: (r["jobs"][job]["cct_mean_s"], r["jobs"][job]["cct_std_s"] or 0.0)
+                                 for v, r in summary["variants"].items()
+                                 if job in r["jobs"] and r["jobs"][job]["cct_mean_s"] is not None},
+                    "oracle": {v: o.get(f"{v}_cct_s") for v in VARIANT_ORDER if o.get(f"{v}_cct_s") is not None},
+                    "bound_s": o.get("bound_s")}
+    return out
+
+
 def make_plots(runs: list[Run], analysed: list[dict[str, Any]], plot_dir: Path,
-               max_timelines: int = 10) -> list[Path]:
+               max_timelines: int = 10, oracle: dict[str, Any] | None = None,
+               summary: dict[str, Any] | None = None) -> list[Path]:
     by_name = {a["run"]: a for a in analysed}
     variants = _order(r.variant for r in runs)
     written: list[Path] = []
@@ -231,6 +273,7 @@ def make_plots(runs: list[Run], analysed: list[dict[str, Any]], plot_dir: Path,
     for label, members in _pairs_by_repeat(with_events, variants)[:max_timelines]:
         panels = [{"title": _title(r, by_name[r.name]), "events": r.events,
                    "t0": by_name[r.name]["t0_ns"], "jitter": r.jitter} for r in members]
+        panels += oracle_panels(members, by_name, oracle)
         written.append(plots.plot_timeline(panels, plot_dir / f"timeline_{label}.png"))
 
     # ok runs only (a failed run can last far longer and squash the axis); all
@@ -276,6 +319,8 @@ def make_plots(runs: list[Run], analysed: list[dict[str, Any]], plot_dir: Path,
                     marks[v][sw][cause] = (mean(xs), _std(xs) or 0.0)
     if any(marks.values()):
         written.append(plots.plot_marks(marks, plot_dir / "marks.png"))
+    if oracle and summary is not None:
+        written.append(plots.plot_cct_jobs(cct_per_job(summary), plot_dir / "cctjobs.png"))
     return written
 
 
@@ -297,10 +342,13 @@ def _check_dirs(run_dirs: Iterable[str | Path]) -> list[Path]:
     return dirs
 
 
-def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = None) -> Path:
+def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = None,
+                 oracle: str | Path | None = None) -> Path:
     """Analyse the runs, write metrics.json into each, plots, report.md and
     report.json (the summary table's figures) into out_dir (default:
-    ``default_out_dir``).  Returns report.md's path."""
+    ``default_out_dir``).  oracle: the oracle file to set beside the runs
+    (default: the one beside the run directories, ``analysis.oracle.find_oracle``;
+    none: no oracle figures).  Returns report.md's path."""
     run_dirs = _check_dirs(run_dirs)
     out = Path(out_dir) if out_dir is not None else default_out_dir(run_dirs)
     out.mkdir(parents=True, exist_ok=True)
@@ -310,10 +358,13 @@ def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = No
         a = analyse_run(run)
         _write_json(run.path / "metrics.json", a)
         analysed.append(a)
-    summary = summarise(analysed)
-    _write_json(out / "report.json", {"runs": [str(r.path) for r in runs], **summary})
-    plot_paths = make_plots(runs, analysed, out / "plots")
     warnings = [w for r in runs for w in r.warnings]
+    oracle_path = Path(oracle) if oracle is not None else find_oracle(run_dirs)
+    doc = load_oracle(oracle_path, warnings) if oracle_path is not None else None
+    summary = summarise(analysed, doc)
+    _write_json(out / "report.json", {"runs": [str(r.path) for r in runs],
+                                      "oracle_file": str(oracle_path) if doc else None, **summary})
+    plot_paths = make_plots(runs, analysed, out / "plots", oracle=doc, summary=summary)
     text = render_markdown(out.name, summary, analysed, plot_paths, out, warnings)
     report = out / "report.md"
     report.write_text(text, encoding="utf-8")

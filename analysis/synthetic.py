@@ -169,6 +169,55 @@ def write_jobs_run(run_dir: Path, jobs: dict[int, Times], *, variant: str = "bas
     return run_dir
 
 
+def _oracle_variant(jobs: dict[int, Times], t0_ns: int, chunk_bytes: int, bound_s: float | None) -> dict[str, Any]:
+    steps, out = [], {}
+    for job, times in sorted(jobs.items()):
+        n = len({r for r, _, _ in times})
+        n_steps = steps_per_iteration(n)
+        first: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for (rank, it, k), (start, end) in sorted(times.items()):
+            steps.append([job, rank, it, k, it * n_steps + k, "rs" if k < n - 1 else "ag",
+                          (start - t0_ns) / 1e9, (end - t0_ns) / 1e9, chunk_bytes])
+            first[it] = min(first.get(it, start), start)
+            last[it] = max(last.get(it, end), end)
+        cct = [(last[it] - first[it]) / 1e9 for it in sorted(first)]
+        out[str(job)] = {"cct_s": cct, "mean_cct_s": sum(cct) / len(cct), "bound_s": bound_s}
+    end = max(e for times in jobs.values() for _, e in times.values())
+    return {"end_s": (end - t0_ns) / 1e9, "jobs": out, "steps": steps}
+
+
+def oracle_document(repeats: dict[int, dict[str, dict[int, Times]]], *, stamp: str = "synthetic",
+                    t0_ns: int = T0_NS, chunk_bytes: int = 250_000, bound_s: float | None = None,
+                    threshold: int = 1) -> dict[str, Any]:
+    """An oracle file's content (schema symphony-oracle/1, analysis.oracle)
+    made from step times, as experiments/oracle/export.py writes the model's:
+    repeats: repeat -> variant -> job -> step times; times count from t0_ns
+    (the runs' t0, meta.json t0_ns)."""
+    reps = {str(rep): {"notes": [], "variants": {v: _oracle_variant(jobs, t0_ns, chunk_bytes, bound_s)
+                                                 for v, jobs in variants.items()}}
+            for rep, variants in sorted(repeats.items())}
+    jobs: dict[str, dict[str, Any]] = {}
+    for job in sorted({j for r in reps.values() for v in r["variants"].values() for j in v["jobs"]}):
+        means = {v: [r["variants"][v]["jobs"][job]["mean_cct_s"] for r in reps.values() if v in r["variants"]]
+                 for v in ("baseline", "symphony")}
+        base, sym = (sum(xs) / len(xs) if xs else None for xs in means.values())
+        change = (sym - base) / base * 100 if base and sym is not None else None
+        jobs[job] = {"baseline_cct_s": base, "symphony_cct_s": sym, "cct_change_pct": change, "bound_s": bound_s}
+    return {"schema": "symphony-oracle/1", "experiment": "synthetic", "stamp": stamp, "sweep_point": None,
+            "threshold": threshold, "time_origin": "seconds after the runs' t0",
+            "step_fields": ["job", "rank", "iter", "k", "step", "phase", "start_s", "end_s", "bytes"],
+            "jobs": jobs, "repeats": reps}
+
+
+def write_oracle(exp_dir: Path, stamp: str, repeats: dict[int, dict[str, dict[int, Times]]], **kw: Any) -> Path:
+    """``<exp_dir>/<stamp>-oracle.json`` from step times (``oracle_document``),
+    where the report finds it beside run directories ``<stamp>-<variant>-rep<k>``."""
+    path = Path(exp_dir) / f"{stamp}-oracle.json"
+    path.write_text(json.dumps(oracle_document(repeats, stamp=stamp, **kw)))
+    return path
+
+
 def sawtooth_rates(t_from_ns: int, cnp_times: list[int], line_bps: float,
                    recover_s: float = 0.04, points: int = 8) -> list[tuple[int, float, float, float]]:
     """A DCQCN-looking trace: each CNP cuts Rc by alpha/2, then Rc climbs
@@ -195,11 +244,17 @@ def sawtooth_rates(t_from_ns: int, cnp_times: list[int], line_bps: float,
 def demo_experiment(root: Path, repeats: int = 3, n: int = 4, iterations: int = 3) -> list[Path]:
     """Baseline and Symphony runs of a toy scenario: rank 1's link is squeezed
     for a while; in the 'symphony' runs the squeeze hurts less (as if the
-    leading flows had yielded).  The numbers are made up: this exercises the
-    analysis, it measures nothing."""
+    leading flows had yielded); an oracle file beside them.  The numbers are
+    made up: this exercises the analysis, it measures nothing."""
     root = Path(root)
     dirs = []
+    oracle: dict[int, dict[str, dict[int, Times]]] = {}
     for rep in range(repeats):
+        # the oracle: the same ring without the emulation's overheads (steps of 18 ms), the squeeze
+        # hurting less where the leading flows yield
+        oracle[rep] = {variant: {1: ring_times(n, iterations, 0.018, slow=[(1, 0.05, 0.25, factor)],
+                                               straggle={(2, 1): 0.03}, gap_s=0.005)}
+                       for variant, factor in (("baseline", 2.5), ("symphony", 1.4))}
         for variant, factor in (("baseline", 3.0), ("symphony", 1.8)):
             times = ring_times(n, iterations, 0.02 + 0.002 * rep, slow=[(1, 0.05, 0.25, factor)],
                                straggle={(2, 1): 0.03}, gap_s=0.005)
@@ -220,4 +275,5 @@ def demo_experiment(root: Path, repeats: int = 3, n: int = 4, iterations: int = 
                           rates={0: sawtooth_rates(t0, cnp_t, line), 1: sawtooth_rates(t0, cnp_t[:2], line)},
                           cnps={0: cnp_t, 1: cnp_t[:2]})
             dirs.append(d)
+    write_oracle(root, "20260101T000000", oracle, chunk_bytes=45_000, bound_s=2 * (n - 1) * 0.018)
     return dirs

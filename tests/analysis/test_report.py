@@ -5,13 +5,12 @@ import subprocess
 import sys
 import warnings
 
-import numpy as np
 import pytest
-from matplotlib import image as mpimg
 
 from analysis.records import RecordWarning, load_run
 from analysis.report import analyse_run, write_report
 from analysis.synthetic import demo_experiment, ring_times, sawtooth_rates, write_run
+from tests.analysis.pngs import assert_drawn
 from tests.harness import REPO
 
 SWITCH = {"counters": {"sym_marks": [0, 4], "queue_marks": [7, 1], "pkts": [100, 100]}}
@@ -106,14 +105,7 @@ def test_report_embeds_every_plot_it_wrote(experiment):
 def test_plots_are_images_with_content(experiment):
     root, _, _ = experiment
     for png in sorted((root / "plots").glob("*.png")):
-        img = mpimg.imread(png)
-        h, w = img.shape[:2]
-        assert w >= 500 and h >= 350, f"{png.name} is only {w}x{h}"
-        rgb = img[..., :3]
-        assert rgb.std() > 0.05, f"{png.name} looks blank"
-        # more than a frame and some text: a real share of the pixels is not background
-        non_white = np.mean(np.any(rgb < 0.9, axis=-1))
-        assert non_white > 0.03, f"{png.name}: only {non_white:.1%} of pixels drawn"
+        assert_drawn(png)
 
 
 def test_single_run_report_goes_into_the_run_dir(tmp_path):
@@ -156,6 +148,7 @@ def test_demo_experiment_is_analysable_without_warnings(tmp_path):
         warnings.simplefilter("error", RecordWarning)
         report = write_report(dirs)
     assert "| symphony | 1 / 1 |" in report.read_text()
+    assert "### Against the oracle" in report.read_text()      # the demo has an oracle file beside its runs
 
 
 # ---------------------------------------------------------------- two jobs

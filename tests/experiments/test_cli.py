@@ -1,6 +1,8 @@
-"""python3 -m experiments run | check | net: bad input exits 2 with one line;
-a sweep runs every point; `net` builds the network a run would build (a TCP
-job in TCP mode), comes up, and Ctrl-C (or `exit` in the CLI) leaves nothing."""
+"""python3 -m experiments run | check | model | net: bad input exits 2 with one
+line; a sweep runs every point, ranked by the oracle when asked; `model`
+prints the oracle's prediction per job; `net` builds the network a run would
+build (a TCP job in TCP mode), comes up, and Ctrl-C (or `exit` in the CLI)
+leaves nothing."""
 
 import argparse
 import json
@@ -11,6 +13,7 @@ import time
 import tomllib
 
 import pytest
+import tomli_w
 
 from experiments import cli
 from experiments import config as C
@@ -81,6 +84,8 @@ def test_sweep_through_the_cli_loop(tmp_path, monkeypatch, capsys, fake_net):
         assert len(runs) == 2
         s = json.loads((tmp_path / "sw" / point / "summary.json").read_text())
         assert s["sweep_point"]["symphony.threshold"] in (0, 2)
+        # the oracle on the point's schedule, beside its runs
+        assert s["jobs"]["1"]["oracle"]["baseline_cct_s"] > 0 and s["oracle_file"].endswith("-oracle.json")
     (table,) = list((tmp_path / "sw").glob("*-sweep.json"))
     rows = json.loads(table.read_text())["points"]
     assert len(rows) == 4 and all(isinstance(r["cct_change_pct"], float) for r in rows)
@@ -180,3 +185,109 @@ def test_cli_pingall_then_exit(tmp_path):
                     input="pingall\nexit\n")
     assert r.returncode == 0, r.stderr
     assert "Results: 0% dropped (6/6 received)" in r.stdout + r.stderr
+
+
+# --- python3 -m experiments model, run --rank-by-oracle / --model-only ----------------
+
+VICTIM = """name = "victim"
+[topology]
+kind = "dumbbell"
+hosts = 6
+host_rate_mbit = 1
+[[jobs]]
+ranks = 4
+hosts = ["h1", "h2", "h4", "h5"]
+message_bytes = 4000
+iterations = 1
+[[jobs]]
+ranks = 2
+hosts = ["h3", "h6"]
+message_bytes = 2000
+iterations = 1
+[symphony]
+threshold = 0
+[[jitter]]
+kind = "compute"
+job = 1
+rank = 1
+iter = 0
+delay_s = 0.08
+"""
+
+
+def test_model_prints_each_jobs_prediction(tmp_path):
+    # tests/experiments/test_summary.py's victim case: job 2 32 ms -> 16 ms, job 1 128 ms both
+    path = tmp_path / "victim.toml"
+    path.write_text(VICTIM)
+    r = experiments("model", str(path))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[1].split() == ["job", "ranks", "baseline", "CCT", "s", "Symphony", "CCT", "s", "change", "%",
+                                "bound", "s"]
+    assert lines[2].split() == ["1", "4", "0.1280", "0.1280", "+0.00", "0.0480"]
+    assert lines[3].split() == ["2", "2", "0.0320", "0.0160", "-50.00", "0.0160"]
+    r = experiments("model", str(path), "--json", "--repeat", "2", "--seed", "9")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["jobs"]["2"] == pytest.approx({"baseline_cct_s": 0.032, "symphony_cct_s": 0.016,
+                                              "cct_change_pct": -50.0, "bound_s": 0.016})
+    assert out["repeats"] == [1, 2] and out["threshold"] == 0 and out["model_time_s"] < 1.0
+
+
+def test_model_of_a_shipped_config_needs_no_root(monkeypatch, capsys):
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
+    assert cli.main(["model", "experiments/configs/twojobs_straggle.toml", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["jobs"]) == {"1", "2"}
+    for job in out["jobs"].values():
+        assert {"baseline_cct_s", "symphony_cct_s", "cct_change_pct", "bound_s"} <= set(job)
+
+
+def test_model_refuses_a_bad_config_as_check_does(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[topology]\nkind = "ring"\nhosts = 4\nhost_rate_mbit = 10\n'
+                   '[[jobs]]\nranks = 4\nmessage_bytes = 400\niterations = 1\n')
+    model, check = experiments("model", str(bad)), experiments("check", str(bad))
+    assert model.returncode == check.returncode == 2
+    assert model.stderr == check.stderr and len(model.stderr.strip().splitlines()) == 1
+    assert model.stdout == ""
+
+
+SWEEP = {
+    "name": "rank", "seed": 1, "repeats": 1,
+    "topology": {"kind": "dumbbell", "hosts": 6, "host_rate_mbit": 1},
+    "jobs": [{"ranks": 4, "hosts": ["h1", "h2", "h4", "h5"], "message_bytes": 4000, "iterations": 1},
+             {"ranks": 2, "hosts": ["h3", "h6"], "message_bytes": 2000, "iterations": 1}],
+    "jitter": [{"kind": "compute", "job": 1, "rank": 1, "iter": 0, "delay_s": 0.08}],
+    "sweep": {"symphony.threshold": [2, 0, 1]},
+}
+
+
+def test_rank_points_puts_the_largest_predicted_gain_first(capsys):
+    # thresholds 0 and 1 give job 2 -50 % and -25 % (test_flowmodel's victim, 2u and 3u of 4u);
+    # at 2 job 1's leading flow is never ahead enough to yield
+    ranked = cli.rank_points(C.sweep_points(SWEEP))
+    assert [label for label, _ in ranked] == ["threshold0", "threshold1", "threshold2"]
+    out = capsys.readouterr().out
+    assert "oracle ranking" in out and "job 2 -50.00" in out and "job 2 -25.00" in out
+
+
+def test_model_only_prints_the_ranking_and_stops_without_root(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text(tomli_w.dumps(SWEEP))
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(cli, "run_points", lambda *a: pytest.fail("--model-only ran something"))
+    assert cli.main(["run", str(path), "--sweep", "--model-only", "--out", str(tmp_path / "out")]) == 0
+    assert "1  threshold0" in capsys.readouterr().out
+    assert not (tmp_path / "out").exists()
+
+
+def test_rank_by_oracle_runs_the_points_in_that_order(tmp_path, monkeypatch):
+    path = tmp_path / "s.toml"
+    path.write_text(tomli_w.dumps(SWEEP))
+    ran = []
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(cli, "resolve_target", lambda target: "soft")
+    monkeypatch.setattr(cli, "run_points", lambda args, points: ran.extend(label for label, _ in points) or 0)
+    assert cli.main(["run", str(path), "--sweep", "--rank-by-oracle", "--target", "soft"]) == 0
+    assert ran == ["threshold0", "threshold1", "threshold2"]
