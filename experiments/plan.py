@@ -9,6 +9,7 @@ DCQCN parameters, ECN thresholds and jitter (a test checks it on the plans).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -16,10 +17,12 @@ from experiments.config import ExperimentSpec, job_specs
 from experiments.jitter import schedule as J
 from experiments.jitter.schedule import NO_NETEM
 from hosts.job import JobSpec, derived_deadlines
+from topologies.network.links import delay_via
 from topologies.network.testbed import TestbedNetwork
 from topologies.spec.placement import PlacedJob
 from topologies.spec.topo import TopoSpec
 from topologies.switch.params import EcnParams, SymphonyParams
+from topologies.switch.targets import resolve_target
 
 RUNNER_SLACK_S = 20.0         # runner's wall deadline = agents' run deadline + this
 
@@ -35,26 +38,40 @@ class RunPlan:
     jobs: tuple[JobSpec, ...]         # the job files, one per job
     schedule: tuple[dict, ...]        # jitter events as applied here (fallbacks taken)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    seed: int = 0                     # the switches' draws (ECN marking, delay lines)
 
     def network(self, *, target: str, run_dir: Path | str | None) -> TestbedNetwork:
         return TestbedNetwork(self.topo, self.placed, target=target, run_dir=run_dir, ecn=self.ecn,
-                              symphony=self.symphony)
+                              symphony=self.symphony, seed=self.seed)
 
 
 def symphony_for(spec: ExperimentSpec, variant: str) -> SymphonyParams:
     return replace(spec.symphony, enabled=(variant == "symphony"))
 
 
-def network_plan(spec: ExperimentSpec, variant: str) -> RunPlan:
+def switch_seed(seed: int, repeat: int) -> int:
+    """The switches' seed for one repeat of a config: both variants get the
+    same, each repeat its own."""
+    digest = hashlib.sha256(f"symphony-switches:{seed}:{repeat}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def network_plan(spec: ExperimentSpec, variant: str, repeat: int = 0) -> RunPlan:
     """The network of one variant without jobs files or jitter (for
     ``python3 -m experiments net``)."""
-    return RunPlan(variant=variant, repeat=0, topo=spec.topo, placed=tuple(j.placed for j in spec.jobs),
-                   ecn=spec.ecn, symphony=symphony_for(spec, variant), jobs=(), schedule=())
+    return RunPlan(variant=variant, repeat=repeat, topo=spec.topo, placed=tuple(j.placed for j in spec.jobs),
+                   ecn=spec.ecn, symphony=symphony_for(spec, variant), jobs=(), schedule=(),
+                   seed=switch_seed(spec.seed, repeat))
 
 
-def run_plan(spec: ExperimentSpec, variant: str, repeat: int, netem_ok: bool, netem_why: str = NO_NETEM) -> RunPlan:
-    events, notes = J.apply_fallbacks(J.make_schedule(spec, repeat), netem_ok, netem_why)
-    return replace(network_plan(spec, variant), repeat=repeat,
+def run_plan(spec: ExperimentSpec, variant: str, repeat: int, netem_ok: bool, netem_why: str = NO_NETEM,
+             target: str = "auto") -> RunPlan:
+    """netem_ok: the kernel has sch_netem; with the target it decides how
+    netem jitter is applied (topologies.network.links.delay_via, the rule
+    the network follows for its link delays too)."""
+    via = delay_via(resolve_target(target), netem_ok)
+    events, notes = J.apply_fallbacks(J.make_schedule(spec, repeat), via, netem_why)
+    return replace(network_plan(spec, variant, repeat),
                    jobs=tuple(job_specs(spec, J.straggles(events))), schedule=tuple(events), notes=tuple(notes))
 
 

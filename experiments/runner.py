@@ -112,7 +112,7 @@ class Runner:
         }
         try:
             # inside the try: a job file that cannot run fails this run only
-            plan = run_plan(self.spec, variant, repeat, self._netem(), self.netem_why)
+            plan = run_plan(self.spec, variant, repeat, self._netem(), self.netem_why, self.target)
             meta["jitter_fallbacks"] = list(plan.notes)
             R.write_config(run_dir, self.spec, {"variant": variant, "repeat": repeat, "seed": self.spec.seed,
                                                 "target": self.target})
@@ -150,6 +150,7 @@ class Runner:
             meta["target"] = net.target
             meta["network_id"] = getattr(net, "id", None)     # names sym-<id>-*, /run/symphony/<id>.json
             meta["network_warnings"] = list(getattr(net, "warnings", []))
+            meta.update(getattr(net, "link_delays", dict)())     # link_delays_ms, link_delays_via
             R.write_json(run_dir / "meta.json", meta)
             agents_dir = run_dir / "agents"
             agents_dir.mkdir(exist_ok=True)

@@ -21,6 +21,7 @@ import time
 
 from contract.tags import tag_port
 from topologies.network.lab import Lab
+from topologies.spec.netem import NetemParams
 from topologies.switch import program as S
 from topologies.switch.twin.client import TwinClient
 
@@ -60,7 +61,9 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run(duration: float, size: int) -> dict:
+def run(duration: float, size: int, netem: NetemParams | None = None) -> dict:
+    """netem: a delay line on the egress port towards the sink (the twin's
+    cost of one, experiments.bench.delay)."""
     lab = Lab(2, bridge=False)
     proc = None
     tmp = tempfile.mkdtemp(prefix="symtwinbench")
@@ -80,6 +83,8 @@ def run(duration: float, size: int) -> dict:
         S.add_flow(client, h0.ip, h1.ip, 5000, flow_id=0, job_slot=0, n_local=2, threshold=1, enabled=1)
         S.install_job(client, 0, [0, 1], first_step=0)
         S.install_queue_ecn(client, 20, 60, 0.2)
+        if netem is not None:
+            client.set_netem(netem, 2)
 
         sink = lab.popen(1, [sys.executable, "-c", SINK, str(duration + 5)])
         time.sleep(0.3)

@@ -41,11 +41,13 @@ LINK_TARGETS = ("link", "host", "rank", "pick")
 TIMED_KEYS = {"kind", "start_s", "duration_s", "count", "job", *LINK_TARGETS}
 JITTER_KEYS = {
     "rate": TIMED_KEYS | {"fraction", "rate_mbit"},
-    "netem": TIMED_KEYS | {"delay_ms", "jitter_ms", "loss_pct", "fallback_fraction"},
+    "netem": TIMED_KEYS | {"delay_ms", "jitter_ms", "loss_pct", "distribution", "correlation_pct", "reorder_pct",
+                           "fallback_fraction"},
     "cross": {"kind", "start_s", "duration_s", "count", "src", "dst", "rate_mbit", "packet_bytes", "ect"},
     "compute": {"kind", "rank", "job", "iter", "delay_s", "count"},
 }
-NETEM_DEFAULTS = {"delay_ms": 0.0, "jitter_ms": 0.0, "loss_pct": 0.0, "fallback_fraction": 0.5}
+NETEM_DEFAULTS = {"delay_ms": 0.0, "jitter_ms": 0.0, "loss_pct": 0.0, "fallback_fraction": 0.5,
+                  "distribution": "uniform", "correlation_pct": 0.0, "reorder_pct": 0.0}
 CROSS_DEFAULTS = {"packet_bytes": 1200, "ect": False}
 
 

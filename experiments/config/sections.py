@@ -11,6 +11,7 @@ from experiments.config import schema as S
 from experiments.config.schema import ConfigError
 from experiments.config.spec import RunnerParams
 from hosts.dcqcn import PRESET_NAMES
+from topologies.spec.netem import DISTRIBUTIONS, MAX_JITTER_MS
 from topologies.spec.placement import PLACEMENTS, JobRequest
 from topologies.spec.topo import KINDS, TopoParams
 from topologies.switch.params import EcnParams, SymphonyParams
@@ -155,6 +156,23 @@ def _bounded(path: str, value: float | list[float], hi: float, raw: Any) -> None
             raise ConfigError(f"{path}: must be <= {hi:g}, got {raw!r}")
 
 
+def _lowest(v: float | list[float]) -> float:
+    return v[0] if isinstance(v, list) else v
+
+
+def _netem_needs(p: str, out: dict) -> None:
+    """What netem refuses: reordering without a delay (a reordered frame is
+    one sent before the delayed ones), a distribution without a delay and a
+    jitter to shape."""
+    if _lowest(out["delay_ms"]) <= 0 and out["reorder_pct"] != 0:
+        raise ConfigError(f"{p}.reorder_pct: reordering needs delay_ms > 0 (reordered frames overtake "
+                          f"delayed ones), got delay_ms {out['delay_ms']!r}")
+    dist = out["distribution"]
+    if dist != "uniform" and (_lowest(out["delay_ms"]) <= 0 or _lowest(out["jitter_ms"]) <= 0):
+        raise ConfigError(f"{p}.distribution: {dist!r} needs delay_ms > 0 and jitter_ms > 0 (as tc netem), "
+                          f"got delay_ms {out['delay_ms']!r}, jitter_ms {out['jitter_ms']!r}")
+
+
 def jitter(i: int, raw: Any, jobs: list[dict]) -> dict[str, Any]:
     """One [[jitter]] entry, defaults filled (jobs: id, ranks, iterations of each job)."""
     p = f"jitter[{i}]"
@@ -190,9 +208,14 @@ def jitter(i: int, raw: Any, jobs: list[dict]) -> dict[str, Any]:
         if not any(k in j for k in ("delay_ms", "jitter_ms", "loss_pct")):
             raise ConfigError(f"{p}: netem needs at least one of delay_ms, jitter_ms, loss_pct")
         d = S.NETEM_DEFAULTS
-        for k in ("delay_ms", "jitter_ms", "loss_pct"):
+        for k in ("delay_ms", "jitter_ms", "loss_pct", "correlation_pct", "reorder_pct"):
             out[k] = S.span(f"{p}.{k}", j.get(k, d[k]), lo=0)
-        _bounded(f"{p}.loss_pct", out["loss_pct"], 100, j.get("loss_pct"))
+        for k, hi in (("loss_pct", 100), ("correlation_pct", 100), ("reorder_pct", 100),
+                      ("jitter_ms", MAX_JITTER_MS)):
+            _bounded(f"{p}.{k}", out[k], hi, j.get(k))
+        out["distribution"] = S.string(f"{p}.distribution", j.get("distribution", d["distribution"]),
+                                       DISTRIBUTIONS, "distribution")
+        _netem_needs(p, out)
         out["fallback_fraction"] = S.real(f"{p}.fallback_fraction", j.get("fallback_fraction", d["fallback_fraction"]),
                                           lo=0, lo_open=True, hi=1)
         out.update(_link_target(p, j, jobs))

@@ -6,8 +6,9 @@ It acts only in ``tick()``, so the runner drives it from its supervision loop
 and the tests drive it with a virtual clock.  Each action performed is
 appended to jitter_applied.jsonl with its wall-clock time (ns, CLOCK_REALTIME,
 like the agents' records).  Network methods used: ``set_link_rate``,
-``popen`` (cross traffic) and, where netem exists (``netem_support``),
-``set_link_netem``, whose delay None puts the link's own delay back.
+``popen`` (cross traffic) and, where netem runs (tc netem or the twin's
+delay lines), ``set_link_netem``, whose delay None puts the link's own delay
+back.  A line's ``via`` says how a netem entry was applied.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from contract.events import now_ns
-from experiments.jitter.schedule import NO_NETEM, to_jsonl
+from experiments.jitter.schedule import NO_NETEM, netem_kwargs, to_jsonl
 from experiments.jitter.schedule import actions as plan_actions
 from topologies.network.links import netem_available
 
@@ -95,8 +96,7 @@ class Injector:
                 self._cross_stop(act["event"])
             elif op == "netem_start":
                 ev = self.events[act["event"]]
-                p = ev["params"]
-                self.net.set_link_netem(ev["link"], p["delay_ms"], p["jitter_ms"], p["loss_pct"])
+                self.net.set_link_netem(ev["link"], **netem_kwargs(ev["params"]))
                 self.netem_on.add(ev["id"])
             elif op == "netem_stop":
                 ev = self.events[act["event"]]

@@ -17,12 +17,18 @@ import random
 from typing import Any
 
 from experiments.config import ExperimentSpec
+from topologies.network.links import VIA_FALLBACK
 from topologies.spec.routes import path_links
 from topologies.spec.topo import FABRIC_LINK, HOST_LINK, TopoSpec
 
 NO_NETEM = "no sch_netem on this kernel"
 NETEM_FALLBACK = ("{why}: netem delay/jitter/loss on {link} applied as a rate "
                   "squeeze to {fraction:g} of its rate ({rate:g} Mbit/s) for the same period")
+# a netem event's magnitudes: drawn before the link is picked, then (added
+# later, so configs without them keep their draws) after it
+NETEM_DRAWN = ("delay_ms", "jitter_ms", "loss_pct")
+NETEM_DRAWN_AFTER = ("correlation_pct", "reorder_pct")
+NETEM_FIELDS = (*NETEM_DRAWN, "distribution", *NETEM_DRAWN_AFTER)
 
 
 def _rng(seed: int, repeat: int, entry: int) -> random.Random:
@@ -120,9 +126,13 @@ def _event(entry: dict, index: int, occ: int, rng: random.Random, spec: Experime
         else:
             magnitude["rate_mbit"] = _draw(rng, entry["rate_mbit"])
     else:  # netem
-        for key in ("delay_ms", "jitter_ms", "loss_pct"):
+        for key in NETEM_DRAWN:
             magnitude[key] = _draw(rng, entry[key])
     link = _target_link(entry, spec, rng.random())
+    if kind == "netem":
+        magnitude["distribution"] = entry["distribution"]
+        for key in NETEM_DRAWN_AFTER:
+            magnitude[key] = _draw(rng, entry[key])
     base = _link_rate(topo, link) if kind == "rate" or "fallback_fraction" in entry else None
     ev["link"] = link
     if kind == "rate":
@@ -135,14 +145,23 @@ def _event(entry: dict, index: int, occ: int, rng: random.Random, spec: Experime
     return ev
 
 
-def apply_fallbacks(events: list[dict], netem_ok: bool,
-                    why: str = NO_NETEM) -> tuple[list[dict], list[str]]:
+def netem_kwargs(params: dict) -> dict:
+    """A netem event's params as set_link_netem's keywords."""
+    return {k: params[k] for k in NETEM_FIELDS if k in params}
+
+
+def apply_fallbacks(events: list[dict], via: str, why: str = NO_NETEM) -> tuple[list[dict], list[str]]:
     """Events as they will be applied on this machine, and one line per
-    fallback taken (the runner prints them)."""
+    fallback taken (the runner prints them).  via: how netem is applied
+    here (topologies.network.links.delay_via): "netem" or "twin" keep the
+    netem events and say so in their "via"; "fallback" makes each a rate
+    squeeze of the same period."""
     out, notes = [], []
     for ev in events:
         ev = json.loads(json.dumps(ev))     # deep copy, stays JSON-clean
-        if ev["kind"] == "netem" and not netem_ok:
+        if ev["kind"] == "netem":
+            ev["via"] = via
+        if ev["kind"] == "netem" and via == VIA_FALLBACK:
             p = ev["params"]
             rate = round(p["base_rate_mbit"] * p["fallback_fraction"], 6)
             p["rate_mbit"] = rate
@@ -210,15 +229,24 @@ def rate_changes(events: list[dict]) -> list[tuple[float, str, float, list[int]]
 def actions(events: list[dict]) -> list[dict]:
     """Everything the injector does, in time order: set_rate, cross_start,
     cross_stop, netem_start, netem_stop (the last two only where netem
-    exists).  Pure; the injector only performs them."""
+    runs, tc netem or the twin).  Actions of a netem event carry its "via"
+    (netem | twin | fallback: a set_rate that starts or ends a fallback
+    squeeze), so jitter_applied.jsonl says how each entry was applied.
+    Pure; the injector only performs them."""
     acts: list[dict] = []
+    fallback_edges = {(t, ev["link"]) for ev in events if ev.get("via") == VIA_FALLBACK
+                      for t in (ev["start_s"], ev["end_s"])}
     for t, link, rate, ids in rate_changes(events):
-        acts.append({"t": t, "op": "set_rate", "link": link, "rate_mbit": rate, "events": ids})
+        act = {"t": t, "op": "set_rate", "link": link, "rate_mbit": rate, "events": ids}
+        if (t, link) in fallback_edges:
+            act["via"] = VIA_FALLBACK
+        acts.append(act)
     for ev in events:
         if ev["applied_as"] in ("cross", "netem"):
             op = ev["applied_as"]
-            acts.append({"t": ev["start_s"], "op": f"{op}_start", "event": ev["id"]})
-            acts.append({"t": ev["end_s"], "op": f"{op}_stop", "event": ev["id"]})
+            via = {"via": ev.get("via", "netem")} if op == "netem" else {}
+            acts.append({"t": ev["start_s"], "op": f"{op}_start", "event": ev["id"], **via})
+            acts.append({"t": ev["end_s"], "op": f"{op}_stop", "event": ev["id"], **via})
     order = {"set_rate": 0, "netem_stop": 1, "cross_stop": 1, "netem_start": 2, "cross_start": 2}
     acts.sort(key=lambda a: (a["t"], order[a["op"]]))
     return acts

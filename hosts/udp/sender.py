@@ -331,6 +331,12 @@ class Sender:
                         self.p.rto_max_ms / 1000.0)
         self._last_rtt = rtt
         self._backoff = 0            # RFC 6298 5.7: a valid RTT sample ends the back-off
+        # for the stats event: samples, their sum and minimum, the final SRTT (us)
+        c, us = self.counters, round(rtt * 1e6)
+        c["rtt_samples"] += 1
+        c["rtt_sum_us"] += us
+        c["rtt_min_us"] = us if c["rtt_samples"] == 1 else min(c["rtt_min_us"], us)
+        c["rtt_srtt_us"] = round(self._srtt * 1e6)
 
     def on_cnp(self, cnp: wire.Cnp, now: float) -> None:
         self.counters["rx_cnp"] += 1

@@ -40,4 +40,25 @@ def test_the_network_is_built_from_the_plan(fake_spec, monkeypatch):
     (args, kw), = calls
     assert args == (spec.topo, tuple(j.placed for j in spec.jobs))
     assert kw == {"target": "soft", "run_dir": "/tmp/x", "ecn": spec.ecn,
-                  "symphony": replace(spec.symphony, enabled=False)}
+                  "symphony": replace(spec.symphony, enabled=False), "seed": P.switch_seed(spec.seed, 1)}
+
+
+def test_switch_seed_per_repeat_same_for_both_variants(fake_spec):
+    c = fake_spec()
+    seeds = {(v, rep): P.run_plan(c, v, rep, netem_ok=False, target="soft").seed
+             for v in ("baseline", "symphony") for rep in (1, 2)}
+    assert seeds[("baseline", 1)] == seeds[("symphony", 1)] != seeds[("baseline", 2)] == seeds[("symphony", 2)]
+
+
+def test_netem_entries_say_how_they_will_be_applied(fake_spec):
+    c = replace(fake_spec(), jitter=(*fake_spec().jitter, {
+        "kind": "netem", "link": "h1-l1", "start_s": 0.0, "duration_s": 1.0, "count": 1, "delay_ms": 3.0,
+        "jitter_ms": 0.0, "loss_pct": 0.0, "distribution": "uniform", "correlation_pct": 0.0, "reorder_pct": 0.0,
+        "fallback_fraction": 0.5}))
+
+    def netem(plan):
+        return [(e["applied_as"], e["via"]) for e in plan.schedule if e["kind"] == "netem"]
+
+    assert netem(P.run_plan(c, "baseline", 1, netem_ok=True, target="soft")) == [("netem", "netem")]
+    twin = P.run_plan(c, "baseline", 1, netem_ok=False, target="soft")
+    assert netem(twin) == [("netem", "twin")] and twin.notes == ()

@@ -1,5 +1,7 @@
 """tc on a link's ends, one definition each: htb at a rate (a host's NIC),
-netem for delay, jitter and loss, and the probe for sch_netem.
+netem for delay, jitter and loss, the probe for sch_netem, and the one
+decision of how delays and netem jitter are applied on a target
+(``delay_via``).
 
 Commands are argument lists after ``tc``; the caller runs them where the
 interface lives (a Mininet node, ``ip netns exec``, the root namespace).
@@ -13,10 +15,24 @@ import subprocess
 from dataclasses import dataclass
 
 from topologies.network.names import PREFIX, new_lab_id
+from topologies.spec.netem import DEFAULT_LIMIT, NetemParams
 from topologies.spec.topo import HOST_LINK, TopoSpec
 
 HTB_CLASS = "1:1"           # the one htb class every shaped interface has
 NETEM_HANDLE = "10:"
+# how link delays and netem jitter are applied: tc netem (the kernel has
+# sch_netem), the twin's delay lines (soft target without it), or not at all
+# (bmv2 without it: delays left out, netem jitter squeezes the rate instead)
+VIA_NETEM, VIA_TWIN, VIA_FALLBACK = "netem", "twin", "fallback"
+
+
+def delay_via(target: str, has_netem: bool) -> str:
+    """The one place that decides how a network on `target` ("soft" |
+    "bmv2") applies link delays and netem jitter, where the kernel has
+    sch_netem or not."""
+    if has_netem:
+        return VIA_NETEM
+    return VIA_TWIN if target == "soft" else VIA_FALLBACK
 
 
 @dataclass(frozen=True)
@@ -49,15 +65,22 @@ def htb(dev: str, rate_mbit: float) -> list[list[str]]:
     return [htb_root(dev), htb_rate(dev, rate_mbit)]
 
 
-def netem(dev: str, under_htb: bool, delay_ms: float, jitter_ms: float = 0.0, loss_pct: float = 0.0) -> list[str]:
+def netem(dev: str, under_htb: bool, p: NetemParams) -> list[str]:
     """Put (or, all zero, take away) a netem: under the htb class on a shaped
-    interface, as the root qdisc elsewhere (a delay line, not a rate limit)."""
+    interface, as the root qdisc elsewhere (a delay line, not a rate limit).
+    The distribution goes to tc only with a jitter ("uniform" is tc's own
+    default and has no table); reorder takes tc's default gap 1."""
     where = ["parent", HTB_CLASS, "handle", NETEM_HANDLE] if under_htb else ["root", "handle", NETEM_HANDLE]
-    if not (delay_ms or jitter_ms or loss_pct):
+    if not p.active:
         return ["qdisc", "del", "dev", dev, *where]
-    params = ["delay", f"{delay_ms}ms"] + ([f"{jitter_ms}ms"] if jitter_ms else [])
-    params += ["loss", f"{loss_pct}%"] if loss_pct else []
-    return ["qdisc", "replace", "dev", dev, *where, "netem", *params]
+    args = ["delay", f"{p.delay_ms}ms"]
+    if p.jitter_ms:
+        args += [f"{p.jitter_ms}ms"] + ([f"{p.correlation_pct}%"] if p.correlation_pct else [])
+        args += ["distribution", p.distribution] if p.distribution != "uniform" else []
+    args += ["loss", f"{p.loss_pct}%"] if p.loss_pct else []
+    args += ["reorder", f"{p.reorder_pct}%"] if p.reorder_pct else []
+    args += ["limit", str(p.limit)] if p.limit != DEFAULT_LIMIT else []
+    return ["qdisc", "replace", "dev", dev, *where, "netem", *args]
 
 
 def link_infos(topo: TopoSpec, ifname) -> dict[str, LinkInfo]:
@@ -77,7 +100,8 @@ def netem_available() -> bool:
     try:
         if subprocess.run(["ip", "netns", "add", ns], capture_output=True).returncode:
             return False
-        r = subprocess.run(["ip", "netns", "exec", ns, "tc", *netem("lo", False, 1.0)], capture_output=True)
+        r = subprocess.run(["ip", "netns", "exec", ns, "tc", *netem("lo", False, NetemParams(1.0))],
+                           capture_output=True)
         return r.returncode == 0
     except OSError:
         return False

@@ -130,6 +130,10 @@ class SoftSwitch(SymSwitch):
 
     target = "soft"
 
+    def __init__(self, name, seed: int = 0, **params):
+        self.seed = seed            # the twin's --seed: ECN marking draws, delay lines
+        super().__init__(name, **params)
+
     @property
     def control_path(self) -> str:
         return str(self.ctl_dir / f"{self.name}.sock")
@@ -142,7 +146,7 @@ class SoftSwitch(SymSwitch):
         log_dir = self.run_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         args = [sys.executable, "-m", "topologies.switch.twin", "--name", self.name,
-                "--control", self.control_path, "--queue-depth", str(self.queue_depth)]
+                "--control", self.control_path, "--queue-depth", str(self.queue_depth), "--seed", str(self.seed)]
         for port, ifname in self.data_ports().items():
             args += ["--port", f"{port}={ifname}"]
         with open(log_dir / f"{self.name}.log", "ab") as log:

@@ -1,5 +1,6 @@
 """The network a run uses: Mininet hosts, switch processes (twin or BMv2),
-links with rate (and delay where the kernel allows), the control plane, and a
+links with rate and delay (tc netem where the kernel has sch_netem, else the
+twin's delay lines; links.delay_via decides), the control plane, and a
 teardown that leaves nothing behind.
 
     net = TestbedNetwork(topo, placed_jobs, target="auto", run_dir=Path(...),
@@ -29,11 +30,24 @@ from pathlib import Path
 from mininet.log import setLogLevel
 from mininet.net import Mininet
 
-from topologies.network.links import LinkInfo, htb, htb_rate, htb_root, link_infos, netem, netem_available
+from topologies.network.links import (
+    VIA_FALLBACK,
+    VIA_NETEM,
+    VIA_TWIN,
+    LinkInfo,
+    delay_via,
+    htb,
+    htb_rate,
+    htb_root,
+    link_infos,
+    netem,
+    netem_available,
+)
 from topologies.network.names import PREFIX, switch_ifname
 from topologies.network.nodes import SoftSwitch, SymHost, SymLink, bmv2_switch_class, free_tcp_port, tune_root_intf
 from topologies.network.shell import remove_by_prefix
 from topologies.network.state import StateFile, kill_netns_processes, kill_pid, unused_id
+from topologies.spec.netem import NetemParams
 from topologies.spec.placement import PlacedJob
 from topologies.spec.topo import TopoSpec
 from topologies.switch import controlplane as cp
@@ -55,7 +69,7 @@ class TestbedNetwork:
     def __init__(self, topo: TopoSpec, jobs: Sequence[PlacedJob] = (), *, target: str = "auto",
                  run_dir: Path | str | None = None, ecn: EcnParams = DEFAULT_ECN,
                  symphony: SymphonyParams = DEFAULT_SYMPHONY, json_path: str | None = None,
-                 thrift_base: int = 9090):
+                 thrift_base: int = 9090, seed: int = 0):
         self.topo = topo
         self.jobs = list(jobs)
         self.requested_target = target
@@ -66,6 +80,8 @@ class TestbedNetwork:
         self.symphony = symphony
         self.json_path = Path(json_path) if json_path else BMV2_JSON
         self.thrift_base = thrift_base
+        self.seed = seed            # the twins' draws: ECN marking, delay lines
+        self.via: str | None = None     # how delays and netem jitter are applied (links.delay_via)
         self.warnings: list[str] = []
         self.net: Mininet | None = None
         self.state: StateFile | None = None
@@ -100,6 +116,7 @@ class TestbedNetwork:
         if os.geteuid() != 0:
             raise NetworkError("the network needs root (Mininet, namespaces): run with sudo")
         self.target = resolve_target(self.requested_target)
+        self.via = delay_via(self.target, netem_available())
         self.plans = cp.plan(self.topo, self.jobs, self.symphony)
         self._install_sigterm()
         try:
@@ -156,12 +173,16 @@ class TestbedNetwork:
                 self.state.add_pid(pid, f"switch {sw.name}")
         self._static_arp()
         self._control_plane()
+        if self.via == VIA_TWIN:
+            for name, info in self.links.items():
+                if info.delay_ms:
+                    self._twin_netem(name, NetemParams(info.delay_ms))
         self._check_links()
 
     def _switch_params(self, s) -> dict:
         params = {"net_id": self.id, "run_dir": str(self.run_dir), "queue_depth": self.topo.queue_depth}
         if self.target == "soft":
-            params["ctl_dir"] = str(self.state.make_sock_dir())
+            params.update(ctl_dir=str(self.state.make_sock_dir()), seed=self.seed)
         else:
             if not self.json_path.is_file():
                 raise NetworkError(f"{self.json_path} is missing: build it with `make p4`")
@@ -173,12 +194,11 @@ class TestbedNetwork:
     def _configure_links(self) -> None:
         """Offloads/IPv6 off on the switch side; htb at the link rate on the
         host side of host links (the host's NIC); the link delay as netem on
-        both ends where sch_netem exists, else a warning."""
-        want_delay = any(link.delay_ms for link in self.topo.links)
-        has_netem = netem_available() if want_delay else False
-        if want_delay and not has_netem:
-            self.warnings.append("link delay requested but this kernel has no sch_netem: "
-                                 "links run without the delay")
+        both ends where sch_netem exists (the twin's delay lines come with
+        the control plane), else a warning."""
+        if self.via == VIA_FALLBACK and any(link.delay_ms for link in self.topo.links):
+            self.warnings.append("link delay requested but this kernel has no sch_netem and the bmv2 "
+                                 "target has no delay line: links run without the delay")
         for name, info in self.links.items():
             for node, intf in self._ends(name):
                 if node is None:
@@ -186,7 +206,7 @@ class TestbedNetwork:
                 elif info.rate_mbit:
                     for args in htb(intf, info.rate_mbit):
                         self._tc(node, *args)
-            if info.delay_ms and has_netem:
+            if info.delay_ms and self.via == VIA_NETEM:
                 self.set_link_netem(name)
 
     def _ends(self, link: str) -> list[tuple[str | None, str]]:
@@ -195,23 +215,31 @@ class TestbedNetwork:
         return [(None if self.topo.is_switch(node) else node, intf)
                 for node, intf in ((info.node1, info.intf1), (info.node2, info.intf2))]
 
-    def netem_commands(self, link: str, delay_ms: float, jitter_ms: float, loss_pct: float
-                       ) -> list[tuple[str | None, list[str]]]:
+    def netem_commands(self, link: str, p: NetemParams) -> list[tuple[str | None, list[str]]]:
         """(host or None, tc arguments) that put (or, all zero, take away) a
         netem on both ends of a link: under the htb class on a shaped host end."""
         shaped = self.links[link].rate_mbit
-        return [(node, netem(intf, bool(node is not None and shaped), delay_ms, jitter_ms, loss_pct))
-                for node, intf in self._ends(link)]
+        return [(node, netem(intf, bool(node is not None and shaped), p)) for node, intf in self._ends(link)]
 
     def set_link_netem(self, link: str, delay_ms: float | None = None, jitter_ms: float = 0.0,
-                       loss_pct: float = 0.0) -> None:
-        """Delay (plus jitter) and loss on a link, both directions; None:
-        the link's configured delay.  All zero removes the netem.  Raises
-        NetworkError where the kernel has no sch_netem."""
-        if not netem_available():
-            raise NetworkError("this kernel has no sch_netem: netem jitter cannot run here (use kind 'rate')")
+                       loss_pct: float = 0.0, distribution: str = "uniform", correlation_pct: float = 0.0,
+                       reorder_pct: float = 0.0) -> None:
+        """Delay (plus jitter), loss and reordering on a link, both
+        directions (topologies.spec.netem.NetemParams); delay None: the
+        link's configured delay.  All zero removes it.  tc netem or the
+        twin's delay lines, as self.via says; NetworkError where neither
+        exists (bmv2 without sch_netem)."""
+        if link not in self.links:
+            raise KeyError(f"no link {link!r} (links: {', '.join(self.links)})")
         delay = self.links[link].delay_ms if delay_ms is None else delay_ms
-        for node, args in self.netem_commands(link, delay, jitter_ms, loss_pct):
+        p = NetemParams(delay, jitter_ms, loss_pct, distribution, correlation_pct, reorder_pct)
+        if self.via == VIA_TWIN:
+            self._twin_netem(link, p)
+            return
+        if self.via != VIA_NETEM:
+            raise NetworkError("this kernel has no sch_netem and the bmv2 target has no delay line: "
+                               "netem jitter cannot run here (use kind 'rate')")
+        for node, args in self.netem_commands(link, p):
             if args[1] == "del":
                 try:
                     self._tc(node, *args)
@@ -219,6 +247,25 @@ class TestbedNetwork:
                     pass            # no netem there: nothing to remove
             else:
                 self._tc(node, *args)
+
+    def _twin_netem(self, link: str, p: NetemParams) -> None:
+        """netem in the twins: each switch end delays what it sends over the
+        link (after its egress queue); a switch end facing a host also holds
+        what the host sends, before its pipeline, so both directions of a
+        host link are covered (a fabric link by each switch's egress)."""
+        spec = self.topo.link(link)
+        for node, port, other in ((spec.node1, spec.port1, spec.node2), (spec.node2, spec.port2, spec.node1)):
+            if self.topo.is_switch(node):
+                self.clients[node].set_netem(p, port)
+                if not self.topo.is_switch(other):
+                    self.clients[node].set_netem(p, port, "ingress")
+
+    def link_delays(self) -> dict:
+        """For meta.json: each link's delay as applied (ms, each direction)
+        and how (links.delay_via)."""
+        applied = self.via in (VIA_NETEM, VIA_TWIN)
+        return {"link_delays_ms": {name: float(info.delay_ms) if applied else 0.0 for name, info in self.links.items()},
+                "link_delays_via": self.via}
 
     def _run(self, host: str | None, *cmd: str) -> tuple[int, str, str]:
         """(exit code, stdout, stderr) of a command on a host or, None, in the root namespace."""
@@ -236,7 +283,7 @@ class TestbedNetwork:
     def _check_links(self) -> None:
         """Each requested link property must show in tc's output (Mininet's
         TCLink only prints an error when a qdisc is missing)."""
-        has_netem = any(link.delay_ms for link in self.topo.links) and netem_available()
+        has_netem = self.via == VIA_NETEM
         for name, info in self.links.items():
             for node, intf in self._ends(name):
                 if node is not None and info.rate_mbit:
@@ -333,7 +380,7 @@ class TestbedNetwork:
         """What was built (for the network CLI)."""
         return {"id": self.id, "target": self.target, "kind": self.topo.kind,
                 "links": {k: asdict(v) for k, v in self.links.items()},
-                "jobs": [asdict(j) for j in self.jobs], "warnings": list(self.warnings),
+                "jobs": [asdict(j) for j in self.jobs], "warnings": list(self.warnings), **self.link_delays(),
                 "params": {"queue_depth_pkts": self.topo.queue_depth, **self.topo.params}}
 
     # --- teardown ------------------------------------------------------------------

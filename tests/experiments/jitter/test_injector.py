@@ -56,11 +56,11 @@ class Clock:
         return self.t
 
 
-def schedule(jitter, netem_ok=False):
+def schedule(jitter, via="fallback"):
     raw = {"name": "i", "seed": 1,
            "topology": {"kind": "leafspine", "hosts": 4, "leaves": 2, "spines": 1, "host_rate_mbit": 10},
            "jobs": [{"ranks": 4, "message_bytes": 4000, "iterations": 1}], "jitter": jitter}
-    return J.apply_fallbacks(J.make_schedule(C.resolve(raw), 1), netem_ok)[0]
+    return J.apply_fallbacks(J.make_schedule(C.resolve(raw), 1), via)[0]
 
 
 def test_rate_squeeze_applied_on_time_and_restored(tmp_path):
@@ -147,22 +147,41 @@ def test_netem_support_says_why_not():
     assert netem_support(NetemNet(), probe=lambda: True) == (True, "")
 
 
-def test_netem_applied_where_it_exists():
+class NetemNet(FakeNet):
+    def set_link_netem(self, link, delay_ms, jitter_ms, loss_pct, **more):
+        self.calls.append(("netem", link, delay_ms, jitter_ms, loss_pct, more))
+
+
+@pytest.mark.parametrize("via", ["netem", "twin"])
+def test_netem_applied_where_it_runs_and_the_record_says_how(tmp_path, via):
     events = schedule([{"kind": "netem", "host": "h3", "start_s": 0, "duration_s": 1, "delay_ms": 4,
-                        "loss_pct": 2}], netem_ok=True)
-    calls = []
-
-    class NetemNet(FakeNet):
-        def set_link_netem(self, link, delay, jit, loss):
-            calls.append((link, delay, jit, loss))
-
-    clock = Clock()
-    inj = Injector(NetemNet(), events, clock=clock)
+                        "jitter_ms": 1, "distribution": "normal", "reorder_pct": 5, "loss_pct": 2}], via)
+    net, clock = NetemNet(), Clock()
+    inj = Injector(net, events, tmp_path / "applied.jsonl", clock=clock)
     inj.start()
     inj.tick()
     clock.t += 1
     inj.tick()
-    assert calls == [("h3-l2", 4.0, 0.0, 2.0), ("h3-l2", None, 0.0, 0.0)]
+    more = {"distribution": "normal", "correlation_pct": 0.0, "reorder_pct": 5.0}
+    assert net.calls == [("netem", "h3-l2", 4.0, 1.0, 2.0, more), ("netem", "h3-l2", None, 0.0, 0.0, {})]
+    lines = [json.loads(x) for x in (tmp_path / "applied.jsonl").read_text().splitlines()]
+    assert [(x["op"], x["via"]) for x in lines] == [("netem_start", via), ("netem_stop", via)]
+
+
+def test_a_netem_fallback_is_recorded_as_such(tmp_path):
+    events = schedule([{"kind": "netem", "host": "h3", "start_s": 0, "duration_s": 1, "delay_ms": 4},
+                       {"kind": "rate", "link": "l1-p1", "start_s": 0.5, "duration_s": 1, "fraction": 0.5}])
+    net, clock = NetemNet(), Clock()
+    inj = Injector(net, events, tmp_path / "applied.jsonl", clock=clock)
+    inj.start()
+    for _ in range(3):
+        inj.tick()
+        clock.t += 1
+    lines = [json.loads(x) for x in (tmp_path / "applied.jsonl").read_text().splitlines()]
+    assert [(x["op"], x["link"], x.get("via")) for x in lines] == [
+        ("set_rate", "h3-l2", "fallback"), ("set_rate", "l1-p1", None),
+        ("set_rate", "h3-l2", "fallback"), ("set_rate", "l1-p1", None)]
+    assert not [c for c in net.calls if c[0] == "netem"]
 
 
 def test_schedule_file_is_never_overwritten(tmp_path):

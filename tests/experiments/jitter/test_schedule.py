@@ -81,11 +81,13 @@ def test_draws_stay_in_their_ranges_and_targets_resolve():
 def test_netem_fallback_is_a_named_rate_squeeze():
     cfg, topo = cfg_with(RANGED)
     events = J.make_schedule(cfg, 1)
-    kept, notes = J.apply_fallbacks(events, netem_ok=True)
-    assert notes == [] and any(e["applied_as"] == "netem" for e in kept)
-    fb, notes = J.apply_fallbacks(events, netem_ok=False)
+    for via in ("netem", "twin"):
+        kept, notes = J.apply_fallbacks(events, via)
+        netem = [e for e in kept if e["kind"] == "netem"]
+        assert notes == [] and [(e["applied_as"], e["via"]) for e in netem] == [("netem", via)]
+    fb, notes = J.apply_fallbacks(events, "fallback")
     netem = [e for e in fb if e["kind"] == "netem"]
-    assert len(netem) == 1 and netem[0]["applied_as"] == "rate"
+    assert len(netem) == 1 and netem[0]["applied_as"] == "rate" and netem[0]["via"] == "fallback"
     assert netem[0]["params"]["rate_mbit"] == 10.0          # fallback_fraction 0.5 of 20 Mbit/s
     assert "no sch_netem" in netem[0]["fallback"] and notes == [netem[0]["fallback"]]
     assert events[0].get("fallback") is None                # the input is not modified
@@ -117,7 +119,7 @@ def test_straggles_add_up_per_rank_and_iteration():
 
 def test_actions_in_time_order_and_json_clean():
     cfg, topo = cfg_with(RANGED)
-    events, _ = J.apply_fallbacks(J.make_schedule(cfg, 1), netem_ok=False)
+    events, _ = J.apply_fallbacks(J.make_schedule(cfg, 1), "fallback")
     acts = J.actions(events)
     assert [a["t"] for a in acts] == sorted(a["t"] for a in acts)
     ops = {a["op"] for a in acts}

@@ -106,3 +106,16 @@ def test_waiting_on_names_peer_and_step():
     info = ep.waiting_on(2)
     assert info["waiting_for"] == "data" and info["peer"] == 0 and info["step"] == 2
     assert "rank 0" in info["what"]
+
+
+def test_rtt_samples_are_counted_for_the_stats_event():
+    """The senders' RTT samples (Karn's) in the counters the agent writes in
+    its stats event: their number, sum and minimum, and the final SRTT, in us.
+    Every packet takes 2 ms each way here: no sample is below 4 ms."""
+    sim = Sim(2, lambda r, step: 20_000 + (r - 1) % 2 if step < 2 else None, delay=0.002)
+    _run(sim, 2, 20_000, 2)
+    for ep in sim.eps:
+        c = ep.counters
+        assert c["rtt_samples"] >= 2
+        assert 4000 <= c["rtt_min_us"] <= c["rtt_sum_us"] / c["rtt_samples"]
+        assert 4000 <= c["rtt_srtt_us"] < 4000 + 5000            # plus at most the ACK delay and pacing

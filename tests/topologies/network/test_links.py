@@ -1,10 +1,13 @@
-"""Link shaping: the tc commands (pure), then on the soft target: the host
-side is shaped with htb, the switch side carries no qdisc (the twin queues
-there), a requested delay either shows as netem or is reported in
-`warnings`, and set_link_rate squeezes a link's throughput, at its bit rate
-(the twin's queues drain in bits/s, not in full-size packet slots)."""
+"""Link shaping: the tc commands and the choice of how delays are applied
+(pure), then on the soft target: the host side is shaped with htb, the
+switch side carries no qdisc (the twin queues there), a requested delay shows
+in ping's RTT (tc netem where the kernel has it, else the twin's delay
+lines, both directions of host and fabric links), and set_link_rate squeezes
+a link's throughput, at its bit rate (the twin's queues drain in bits/s, not
+in full-size packet slots)."""
 
 import json
+import statistics
 import subprocess
 import sys
 
@@ -12,9 +15,10 @@ import pytest
 
 from tests.harness.probes import RECV, SEND
 from tests.harness.specs import make_net
-from topologies.network.links import htb, htb_rate, netem, netem_available
+from topologies.network.links import delay_via, htb, htb_rate, netem, netem_available
 from topologies.network.names import PREFIX
 from topologies.network.shell import list_netns
+from topologies.spec.netem import NetemParams
 
 
 def test_htb_commands():
@@ -26,11 +30,24 @@ def test_htb_commands():
 
 
 def test_netem_commands():
-    assert netem("eth0", False, 5) == ["qdisc", "replace", "dev", "eth0", "root", "handle", "10:",
-                                       "netem", "delay", "5ms"]
-    assert netem("eth0", True, 0, 0, 1.5) == ["qdisc", "replace", "dev", "eth0", "parent", "1:1", "handle", "10:",
-                                              "netem", "delay", "0ms", "loss", "1.5%"]
-    assert netem("eth0", True, 0) == ["qdisc", "del", "dev", "eth0", "parent", "1:1", "handle", "10:"]
+    assert netem("eth0", False, NetemParams(5)) == ["qdisc", "replace", "dev", "eth0", "root", "handle", "10:",
+                                                    "netem", "delay", "5ms"]
+    assert netem("eth0", True, NetemParams(0, 0, 1.5)) == [
+        "qdisc", "replace", "dev", "eth0", "parent", "1:1", "handle", "10:", "netem", "delay", "0ms", "loss", "1.5%"]
+    assert netem("eth0", True, NetemParams()) == ["qdisc", "del", "dev", "eth0", "parent", "1:1", "handle", "10:"]
+    # netem's own syntax: delay TIME JITTER CORRELATION, distribution only
+    # with a jitter (uniform is tc's default and has no table), reorder
+    p = NetemParams(10, 2, 0.5, "pareto", correlation_pct=25, reorder_pct=5, limit=500)
+    assert netem("eth0", False, p)[8:] == ["delay", "10ms", "2ms", "25%", "distribution", "pareto",
+                                           "loss", "0.5%", "reorder", "5%", "limit", "500"]
+    assert netem("eth0", False, NetemParams(10, 0, distribution="normal"))[8:] == ["delay", "10ms"]
+    assert netem("eth0", False, NetemParams(10, 3))[8:] == ["delay", "10ms", "3ms"]
+
+
+def test_one_place_decides_how_delays_are_applied():
+    assert delay_via("soft", True) == delay_via("bmv2", True) == "netem"
+    assert delay_via("soft", False) == "twin"
+    assert delay_via("bmv2", False) == "fallback"
 
 
 @pytest.mark.root
@@ -55,14 +72,39 @@ def test_host_side_htb_switch_side_bare(net):
     assert not any(q in qdisc for q in ("htb", "tbf", "netem")), qdisc
 
 
+def mean_rtt(net, src, dst, count=60):
+    r = net.cmd(src, "ping", "-n", "-c", str(count), "-i", "0.02", net.topo.host(dst).ip)
+    rtts = [float(x.split("time=")[1].split()[0]) for x in r.stdout.splitlines() if "time=" in x]
+    assert len(rtts) >= count - 2, r.stdout[-300:]
+    return statistics.fmean(rtts)
+
+
 @pytest.mark.root
-def test_delay_is_applied_or_reported(net):
+def test_two_hosts_show_the_configured_rtt(net):
+    """host_delay_ms = 5 on both links: 4 x 5 ms per round trip (each link
+    delays both ways), plus ping's 98-byte frames' serialisation at 8 Mb/s
+    (0.1 ms a hop) and the processing."""
     out = net.cmd("h1", "tc", "qdisc", "show", "dev", net.links["h1-s1"].intf1).stdout
-    if netem_available():
+    assert net.link_delays() == {"link_delays_ms": {"h1-s1": 5.0, "h2-s1": 5.0}, "link_delays_via": net.via}
+    if net.via == "netem":
         assert "netem" in out and "delay 5" in out
     else:
-        assert "netem" not in out
-        assert any("sch_netem" in w for w in net.warnings), net.warnings
+        assert net.via == "twin" and "netem" not in out and net.warnings == []
+        ports = net.clients["s1"].stats()["ports"]
+        for port in ("1", "2"):     # each port towards a host: what leaves it and what arrives
+            assert ports[port]["netem_egress"]["delay_ms"] == ports[port]["netem_ingress"]["delay_ms"] == 5
+    rtt = mean_rtt(net, "h1", "h2")
+    print(f"\nRTT h1 -> h2 with 5 ms on each link: {rtt:.2f} ms (configured 20)")
+    assert 20.0 <= rtt < 22.0
+
+
+@pytest.mark.root
+def test_fabric_delay_is_covered_by_each_switchs_egress(tmp_path):
+    n = make_net("dumbbell", 4, 20, jobs=(2,), host_delay_ms=1, fabric_delay_ms=4, run_dir=tmp_path)
+    with n:
+        same, across = mean_rtt(n, "h1", "h2"), mean_rtt(n, "h1", "h3")
+    print(f"\nRTT same switch {same:.2f} ms (configured 4), across the fabric {across:.2f} ms (configured 12)")
+    assert 4.0 <= same < 5.5 and 12.0 <= across < 14.0
 
 
 def rate_mbit(net, seconds=1.0):

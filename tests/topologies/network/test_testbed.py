@@ -16,6 +16,7 @@ from tests.harness.probes import ECHO, MESH, RECV, SEND
 from tests.harness.specs import make_net
 from topologies.network.names import PREFIX
 from topologies.network.shell import list_links
+from topologies.spec.netem import NetemParams
 from topologies.spec.routes import route
 from topologies.switch.params import EcnParams, SymphonyParams
 
@@ -45,12 +46,12 @@ def test_link_names_known_before_start_and_netem_commands():
     assert (info.intf1, info.intf2) == ("h1-eth0", f"sym{net.id}s1e1")
     assert net.links["s1-s2"].delay_ms == 2 and net.links["s1-s2"].cls == "fabric"
     # shaped host end: netem under the htb class; switch ends: root netem
-    assert net.netem_commands("h1-s1", 5, 1, 0.5) == [
+    assert net.netem_commands("h1-s1", NetemParams(5, 1, 0.5)) == [
         ("h1", ["qdisc", "replace", "dev", "h1-eth0", "parent", "1:1", "handle", "10:",
                 "netem", "delay", "5ms", "1ms", "loss", "0.5%"]),
         (None, ["qdisc", "replace", "dev", f"sym{net.id}s1e1", "root", "handle", "10:",
                 "netem", "delay", "5ms", "1ms", "loss", "0.5%"])]
-    assert [c[1][:2] for c in net.netem_commands("s1-s2", 0, 0, 0)] == [["qdisc", "del"]] * 2
+    assert [c[1][:2] for c in net.netem_commands("s1-s2", NetemParams())] == [["qdisc", "del"]] * 2
 
 
 @pytest.mark.root

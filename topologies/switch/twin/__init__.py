@@ -1,3 +1,4 @@
 """The software twin of the Symphony P4 switch: the pure pipeline
-(pipeline.py), the raw-socket switch process (``python3 -m topologies.switch.twin``),
-its control client (client.TwinClient) and a forwarding benchmark (bench)."""
+(pipeline.py), egress queues (queues.py) and netem's delay lines
+(delayline.py), the raw-socket switch process (``python3 -m
+topologies.switch.twin``) and its control client (client.TwinClient)."""

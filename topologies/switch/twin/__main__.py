@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", action="append", type=parse_port, required=True, metavar="N=IFNAME")
     ap.add_argument("--control", required=True, metavar="SOCKPATH")
     ap.add_argument("--queue-depth", type=int, default=DEFAULT_DEPTH)
-    ap.add_argument("--seed", type=int, default=0, help="seeds the ECN marking draws")
+    ap.add_argument("--seed", type=int, default=0, help="seeds the ECN marking draws and the delay lines")
     ap.add_argument("--dump", metavar="PATH", help="write registers and counters here on exit")
     args = ap.parse_args(argv)
     ports = dict(args.port)

@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 
+from topologies.spec.netem import NetemParams
 from topologies.switch.twin.pipeline import CounterValue
 
 
@@ -125,6 +126,11 @@ class TwinClient:
         """Drain at `bps` bits/s (each frame holds the port len*8/bps s);
         None: unlimited.  BMv2 has only set_queue_rate (packets/s)."""
         return self._call("set_queue_rate_bps", None if bps is None else float(bps), egress_port)
+
+    def set_netem(self, params: NetemParams, egress_port=None, direction: str = "egress"):
+        """netem on a port: after its egress queue, or (direction "ingress")
+        on what arrives there before the pipeline; all zero turns it off."""
+        return self._call("set_netem", params.as_dict(), egress_port, direction)
 
     def ping(self) -> str:
         return self._call("ping")

@@ -1,13 +1,18 @@
 """The twin switch process: raw AF_PACKET sockets on its interfaces, the pure
-pipeline, per-port egress queues, and JSON-lines control on a Unix socket,
-all in one poll loop (no threads, no busy spin).
+pipeline, per-port egress queues and delay lines, and JSON-lines control on a
+Unix socket, all in one select loop (no threads, no busy spin).
 
-Per received frame: ingress -> egress port's queue full? drop (drop-tail) ->
-egress with enq_qdepth = packets already queued -> enqueue.  Queues drain at
-their rate (set_queue_rate: packets/s, BMv2's unit; set_queue_rate_bps: bits/s,
-each frame holding the port for its length, as on a real link) or at once when
-unlimited.  Frames the
-kernel reports as PACKET_OUTGOING (our own transmissions) are ignored.
+Per received frame: [ingress delay line] -> ingress -> egress port's queue
+full? drop (drop-tail) -> egress with enq_qdepth = packets already queued ->
+enqueue.  Queues drain at their rate (set_queue_rate: packets/s, BMv2's unit;
+set_queue_rate_bps: bits/s, each frame holding the port for its length, as on
+a real link) or at once when unlimited, into the port's egress delay line
+where set_netem put one (delayline.py: netem's delay, jitter, loss, reordering),
+then out.  The delay line comes after the queue: it never changes how fast
+the queue drains, and the pipeline's queue depth is the queue's.  An ingress
+delay line (set_netem(..., direction="ingress"), at a port facing a host)
+holds what arrives before the pipeline sees it.  Frames the kernel reports as
+PACKET_OUTGOING (our own transmissions) are ignored.
 
 Control protocol, one JSON object per line each way:
   -> {"id": 1, "method": "table_add", "args": [...], "kwargs": {...}}
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import select
 import signal
@@ -28,6 +34,8 @@ import time
 
 from topologies.network import intf
 from topologies.network.state import sock_path_problem
+from topologies.spec.netem import NetemParams
+from topologies.switch.twin.delayline import DelayLine, table
 from topologies.switch.twin.pipeline import Pipeline, TwinError
 from topologies.switch.twin.queues import DEFAULT_DEPTH, EgressQueue
 
@@ -38,6 +46,7 @@ PACKET_OUTGOING = 4
 SO_RCVBUFFORCE = 33
 RX_BATCH = 128
 MAX_FRAME = 65535
+DIRECTIONS = ("egress", "ingress")
 
 
 class SwitchError(RuntimeError):
@@ -86,14 +95,19 @@ class TwinSwitch:
         self.control_path = control_path
         self.ports = dict(ports)
         self.queues = {p: EgressQueue(queue_depth) for p in self.ports}
+        # port -> its delay line, per direction: egress (after the queue) and
+        # ingress (what a host sends, before the pipeline)
+        self.lines: dict[str, dict[int, DelayLine]] = {d: {} for d in DIRECTIONS}
         self.stats = {p: {"rx": 0, "tx": 0, "queue_drops": 0, "tx_errors": 0} for p in self.ports}
         self.no_port_drops = 0
         self.warnings: list[str] = []
         self.socks: dict[int, socket.socket] = {}
         self.by_fd: dict[int, int] = {}
         self.clients: dict[int, tuple[socket.socket, bytearray]] = {}
+        self.watch: list[int] = []           # the fds the loop waits on
         self.stopping = False
         self.listener = None
+        table("normal")                      # the tables take ~0.1 s: not mid-run
         try:
             for port, ifname in self.ports.items():
                 if offloads_off:
@@ -164,26 +178,51 @@ class TwinSwitch:
         for q in self._queues_for(egress_port):
             q.set_rate_bps(bps)
 
+    def set_netem(self, params: dict | None = None, egress_port: int | None = None,
+                  direction: str = "egress") -> None:
+        """The twin's extra: netem on a port (delay, jitter, loss, reordering:
+        topologies.spec.netem.NetemParams' fields), after its egress queue or,
+        direction "ingress", on what arrives there before the pipeline.  All
+        zero turns it off (frames held keep their times).  The line of (port,
+        direction) draws from a generator seeded by the switch's seed, name,
+        port and direction, kept across changes."""
+        if direction not in DIRECTIONS:
+            raise ValueError(f"netem direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
+        p = NetemParams.from_dict(params or {})
+        lines = self.lines[direction]
+        for port in self._ports_for(egress_port):
+            if port in lines:
+                lines[port].set(p)
+            elif p.active:
+                lines[port] = DelayLine(f"{self.seed}:{self.name}:{port}:{direction}", p)
+
     def reset_state(self) -> None:
         """As BMv2's reset_state: tables, registers and counters back to the
-        program's start; queues emptied, unlimited, at the start-up depth."""
+        program's start; queues emptied, unlimited, at the start-up depth; no
+        delay lines."""
         self.pipeline = Pipeline(self.seed)
         self.queues = {p: EgressQueue(self.queue_depth) for p in self.ports}
+        self.lines = {d: {} for d in DIRECTIONS}
 
-    def _queues_for(self, egress_port) -> list[EgressQueue]:
+    def _ports_for(self, egress_port) -> list[int]:
         # SimpleSwitchThriftAPI's convention: no port (or port 0) means every port
         if not egress_port:
-            return list(self.queues.values())
+            return list(self.queues)
         if int(egress_port) not in self.queues:
             raise ValueError(f"switch {self.name} has no port {egress_port}")
-        return [self.queues[int(egress_port)]]
+        return [int(egress_port)]
+
+    def _queues_for(self, egress_port) -> list[EgressQueue]:
+        return [self.queues[p] for p in self._ports_for(egress_port)]
 
     def port_stats(self) -> dict:
         return {
             "name": self.name,
             "ports": {str(p): dict(s, ifname=self.ports[p], queue=len(self.queues[p]),
                                    depth=self.queues[p].depth, pps=self.queues[p].pps,
-                                   bps=self.queues[p].bps)
+                                   bps=self.queues[p].bps,
+                                   **{f"netem_{d}": self.lines[d][p].describe()
+                                      for d in DIRECTIONS if p in self.lines[d]})
                       for p, s in self.stats.items()},
             "pipeline_drops": dict(self.pipeline.drops),
             "no_port_drops": self.no_port_drops,
@@ -208,6 +247,14 @@ class TwinSwitch:
             if addr[2] == PACKET_OUTGOING:
                 continue
             self.stats[port]["rx"] += 1
+            self.arrive(port, frame, now)
+
+    def arrive(self, port: int, frame: bytes, now: float) -> None:
+        """A received frame: into the port's ingress delay line, or on."""
+        line = self.lines["ingress"].get(port)
+        if line is not None and line.active:
+            line.push(frame, now)
+        else:
             self.forward(port, frame, now)
 
     def forward(self, port: int, frame: bytes, now: float) -> None:
@@ -223,9 +270,17 @@ class TwinSwitch:
             return
         out = self.pipeline.egress(pkt, len(q))
         if q.unlimited and not q.q:
-            self.transmit(pkt.egress_port, out)     # unlimited and idle: straight out
+            self.leave(pkt.egress_port, out, now)     # unlimited and idle: straight on
         else:
             q.push(out, now)
+
+    def leave(self, port: int, frame: bytes, now: float) -> None:
+        """A frame the queue let go: into the port's delay line, or out."""
+        line = self.lines["egress"].get(port)
+        if line is not None and line.active:
+            line.push(frame, now)
+        else:
+            self.transmit(port, frame)
 
     def transmit(self, port: int, frame: bytes) -> None:
         try:
@@ -239,16 +294,33 @@ class TwinSwitch:
                 del self.warnings[:-20]
 
     def drain(self, now: float) -> None:
+        for port, line in self.lines["ingress"].items():
+            for frame in line.pop_due(now):
+                self.forward(port, frame, now)
         for port, q in self.queues.items():
             if q.q:
                 for frame in q.pop_due(now):
-                    self.transmit(port, frame)
+                    self.leave(port, frame, now)
+        for port, line in self.lines["egress"].items():
+            for frame in line.pop_due(now):
+                self.transmit(port, frame)
 
     def next_timeout(self, now: float) -> float:
-        deadlines = [d for d in (q.deadline() for q in self.queues.values()) if d is not None]
-        if not deadlines:
-            return 1.0
-        return min(1.0, max(0.0, min(deadlines) - now))
+        """Seconds until something is due (at most 1).  A queue's wait is
+        rounded up to the millisecond (the queue catches up within
+        MAX_CATCH_UP_S, and waking per frame would cost CPU); a delay line's
+        is exact, since its frames are due at their own times."""
+        wait = 1.0
+        for q in self.queues.values():
+            d = q.deadline()
+            if d is not None:
+                wait = min(wait, 0.0 if d <= now else max(0.001, math.ceil((d - now) * 1000) / 1000))
+        for lines in self.lines.values():
+            for line in lines.values():
+                d = line.deadline()
+                if d is not None:
+                    wait = min(wait, max(0.0, d - now))
+        return wait
 
     # --- loop -----------------------------------------------------------------
     def run(self) -> None:
@@ -257,31 +329,26 @@ class TwinSwitch:
         wake_w.setblocking(False)
         old_wakeup = signal.set_wakeup_fd(wake_w.fileno())
         old_handlers = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-        poller = select.poll()
-        for fd in self.by_fd:
-            poller.register(fd, select.POLLIN)
-        poller.register(self.listener.fileno(), select.POLLIN)
-        poller.register(wake_r.fileno(), select.POLLIN)
+        # select, not poll: its timeout has microseconds (poll's has
+        # milliseconds), which a delay line's frames need; a switch has few fds
+        self.watch = [*self.by_fd, self.listener.fileno(), wake_r.fileno()]
         try:
             while not self.stopping:
                 now = time.monotonic()
-                timeout_ms = self.next_timeout(now) * 1000.0
-                # poll's resolution is a millisecond: round sub-ms waits up, the
-                # queue catches up within MAX_CATCH_UP_S
-                events = poller.poll(timeout_ms if timeout_ms <= 0 else max(1, int(timeout_ms + 0.999)))
+                ready, _, _ = select.select(self.watch, [], [], self.next_timeout(now))
                 now = time.monotonic()
-                for fd, _ev in events:
+                for fd in ready:
                     if fd in self.by_fd:
                         self.receive(self.by_fd[fd], now)
                     elif fd == self.listener.fileno():
-                        self._accept(poller)
+                        self._accept()
                     elif fd == wake_r.fileno():
                         try:
                             wake_r.recv(64)
                         except BlockingIOError:
                             pass
                     elif fd in self.clients:
-                        self._serve(fd, poller)
+                        self._serve(fd)
                 self.drain(now)
         finally:
             signal.set_wakeup_fd(old_wakeup)
@@ -293,16 +360,16 @@ class TwinSwitch:
     def _on_signal(self, signum, frame) -> None:
         self.stopping = True
 
-    def _accept(self, poller) -> None:
+    def _accept(self) -> None:
         try:
             conn, _ = self.listener.accept()
         except BlockingIOError:
             return
         conn.setblocking(False)
         self.clients[conn.fileno()] = (conn, bytearray())
-        poller.register(conn.fileno(), select.POLLIN)
+        self.watch.append(conn.fileno())
 
-    def _serve(self, fd: int, poller) -> None:
+    def _serve(self, fd: int) -> None:
         conn, buf = self.clients[fd]
         try:
             data = conn.recv(1 << 16)
@@ -311,7 +378,7 @@ class TwinSwitch:
         except OSError:
             data = b""
         if not data:
-            poller.unregister(fd)
+            self.watch.remove(fd)
             del self.clients[fd]
             conn.close()
             return
@@ -361,6 +428,7 @@ CONTROL_METHODS = {
     "set_queue_depth": TwinSwitch.set_queue_depth,
     "set_queue_rate": TwinSwitch.set_queue_rate,
     "set_queue_rate_bps": TwinSwitch.set_queue_rate_bps,
+    "set_netem": TwinSwitch.set_netem,
     "stats": TwinSwitch.port_stats,
     "dump": TwinSwitch.dump,
     "ping": lambda sw: sw.name,

@@ -1,0 +1,148 @@
+"""The twin switch's delay lines without raw sockets, on a virtual clock:
+queue first, then delay (the line never changes how fast the queue drains
+nor the queue depth the pipeline sees), the ingress line before the
+pipeline, set_netem over the control protocol and its one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from topologies.spec.netem import NetemParams
+from topologies.switch.twin import packets
+from topologies.switch.twin.queues import EgressQueue
+from topologies.switch.twin.switch import TwinSwitch
+
+FRAME = 1000            # bytes: 1 ms on an 8 Mb/s port
+
+
+class Rig:
+    """A twin with ports 1 and 2 (no sockets): 10.0.0.2 is behind port 2."""
+
+    def __init__(self, tmp_path):
+        self.sw = TwinSwitch("d", {}, str(tmp_path / "c.sock"), offloads_off=False)
+        self.sw.ports = {1: "a", 2: "b"}
+        self.sw.queues = {p: EgressQueue(64) for p in self.sw.ports}
+        self.sw.stats = {p: {"rx": 0, "tx": 0, "queue_drops": 0, "tx_errors": 0} for p in self.sw.ports}
+        self.sw.pipeline.table_add("forward", "ipv4_forward", ["10.0.0.2/32"], ["00:00:00:00:00:02", "2"])
+        self.now = 0.0
+        self.sent: list[tuple[int, float, bytes]] = []
+        self.depths: list[tuple[float, int]] = []      # the queue depth the pipeline's egress saw
+        self.sw.transmit = lambda port, frame: self.sent.append((port, self.now, frame))
+        egress = self.sw.pipeline.egress
+
+        def spy(pkt, qdepth):
+            self.depths.append((self.now, qdepth))
+            return egress(pkt, qdepth)
+        self.sw.pipeline.egress = spy
+
+    def frame(self, i: int) -> bytes:
+        return packets.build("10.0.0.1", "10.0.0.2", ident=i, frame_len=FRAME)
+
+    def run(self, arrivals: list[tuple[float, int]], until: float) -> None:
+        """Frames arriving on port 1 at the given times; the loop's own
+        schedule (next_timeout) in between."""
+        pending = sorted(arrivals)
+        while self.now < until:
+            nxt = min(self.now + self.sw.next_timeout(self.now), pending[0][0] if pending else until)
+            self.now = max(self.now, nxt)
+            while pending and pending[0][0] <= self.now:
+                self.sw.arrive(1, self.frame(pending.pop(0)[1]), self.now)
+            self.sw.drain(self.now)
+
+    def close(self):
+        self.sw.close()
+
+
+@pytest.fixture
+def rig(tmp_path):
+    r = Rig(tmp_path)
+    yield r
+    r.close()
+
+
+def ident(frame: bytes) -> int:
+    return int.from_bytes(frame[18:20], "big")
+
+
+def queue_run(tmp_path, netem: NetemParams | None):
+    r = Rig(tmp_path)
+    r.sw.set_queue_rate_bps(8e6, 2)
+    if netem:
+        r.sw.set_netem(netem.as_dict(), 2)
+    r.run([(0.0005 * i, i) for i in range(40)], until=0.2)     # 2 frames per ms into a 1 ms/frame port
+    r.close()
+    return r
+
+
+def test_queue_first_then_delay(tmp_path):
+    plain = queue_run(tmp_path, None)
+    delayed = queue_run(tmp_path, NetemParams(delay_ms=5))
+    # the pipeline saw the same queue depths at the same times: the line
+    # holds frames after the queue, never in it
+    assert delayed.depths == plain.depths and max(d for _, d in plain.depths) >= 15
+    # every frame leaves the queue as before and the port 5 ms later
+    assert [ident(f) for _, _, f in delayed.sent] == [ident(f) for _, _, f in plain.sent] == list(range(40))
+    for (_, t0, _), (_, t1, _) in zip(plain.sent, delayed.sent, strict=True):
+        assert t1 - t0 == pytest.approx(0.005, abs=1e-6)
+    gaps = [b[1] - a[1] for a, b in zip(delayed.sent[5:], delayed.sent[6:], strict=False)]
+    assert min(gaps) >= 0.001 - 1e-6            # still 8 Mb/s: 1 ms per 1000-byte frame
+
+
+def test_ingress_line_holds_frames_before_the_pipeline(rig):
+    rig.sw.set_netem(NetemParams(delay_ms=3).as_dict(), 1, "ingress")
+    rig.run([(0.0, 0), (0.001, 1)], until=0.01)
+    # the pipeline (queue depth taken in its egress) saw them 3 ms late; unlimited port: out at once
+    assert [t for t, _ in rig.depths] == pytest.approx([0.003, 0.004])
+    assert [(p, t) for p, t, _ in rig.sent] == [(2, pytest.approx(0.003)), (2, pytest.approx(0.004))]
+    stats = rig.sw.port_stats()["ports"]["1"]
+    assert stats["netem_ingress"]["delay_ms"] == 3 and stats["netem_ingress"]["out"] == 2
+    assert "netem_egress" not in stats
+
+
+def test_netem_off_again_and_loss_counted(rig):
+    rig.sw.set_netem(NetemParams(delay_ms=2, loss_pct=100).as_dict(), 2)
+    rig.run([(0.0, 0)], until=0.01)
+    assert rig.sent == [] and rig.sw.port_stats()["ports"]["2"]["netem_egress"]["lost"] == 1
+    rig.sw.set_netem({}, 2)
+    rig.run([(0.02, 1)], until=0.03)
+    assert [(t, ident(f)) for _, t, f in rig.sent] == [(pytest.approx(0.02), 1)]
+
+
+def test_lines_are_seeded_by_switch_port_and_direction(tmp_path):
+    a, b = (TwinSwitch("s1", {}, str(tmp_path / f"{x}.sock"), seed=4) for x in "ab")
+    for sw in (a, b):
+        sw.queues = {1: EgressQueue(), 2: EgressQueue()}
+        sw.set_netem({"delay_ms": 5, "jitter_ms": 2}, None)
+        sw.set_netem({"delay_ms": 5, "jitter_ms": 2}, 1, "ingress")
+    draws = [[line.rng.random() for line in (sw.lines["egress"][1], sw.lines["egress"][2], sw.lines["ingress"][1])]
+             for sw in (a, b)]
+    assert draws[0] == draws[1] and len(set(draws[0])) == 3
+    a.close()
+    b.close()
+
+
+def req(sw, method, *args, **kwargs):
+    return sw.handle_request(json.dumps({"id": 3, "method": method, "args": list(args), "kwargs": kwargs}))
+
+
+@pytest.mark.parametrize("args, message", [
+    (({"delay_ms": -1}, 2), "delay_ms must be a finite number >= 0"),
+    (({"delay_ms": 1, "distribution": "zipf"}, 2), "distribution 'zipf' is unknown"),
+    (({"delay": 1}, 2), "unknown field 'delay'"),
+    (({"delay_ms": 1}, 9), "no port 9"),
+    (({"delay_ms": 1}, 2, "sideways"), "direction must be one of egress, ingress"),
+])
+def test_set_netem_bad_requests_are_one_line_errors(rig, args, message):
+    reply = req(rig.sw, "set_netem", *args)
+    assert message in reply["error"] and "\n" not in reply["error"]
+
+
+def test_set_netem_request_and_reset(rig):
+    assert req(rig.sw, "set_netem", {"delay_ms": 4, "jitter_ms": 1, "distribution": "pareto"}) == \
+        {"id": 3, "result": None}                       # no port: every port
+    assert set(rig.sw.lines["egress"]) == {1, 2}
+    assert rig.sw.lines["egress"][2].params == NetemParams(4, 1, distribution="pareto")
+    rig.sw.reset_state()
+    assert rig.sw.lines == {"egress": {}, "ingress": {}}
