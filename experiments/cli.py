@@ -2,7 +2,7 @@
                                   [--out DIR] [--sweep] [--rank-by-oracle] [--model-only]
                                   [--fail-fast] [--no-report]
 python3 -m experiments check CONFIG
-python3 -m experiments model CONFIG [--json] [--repeat N] [--seed S]
+python3 -m experiments model CONFIG [--json] [--repeat N] [--seed S] [--target auto|bmv2|soft]
 python3 -m experiments net CONFIG [--cli] [--target auto|bmv2|soft] [--baseline] [--run-dir DIR]
 
 Exit codes: 0 every run ok and every result exact; 1 an AllReduce result was
@@ -74,7 +74,7 @@ def parse_args(argv):
     for p in (run, check, model, net):
         p.error = ap.error
         p.add_argument("config", type=Path)
-    for p in (run, net):
+    for p in (run, model, net):
         p.add_argument("--target", default="auto", choices=TARGETS)
     return ap.parse_args(argv)
 
@@ -111,8 +111,8 @@ def main(argv=None) -> int:
         return model(args, points[0][1])
     if args.command == "run" and (args.rank_by_oracle or args.model_only):
         try:
-            points = rank_points(points)
-        except (ModelError, JobError) as exc:
+            points = rank_points(points, args.target)
+        except (ModelError, JobError, TargetError) as exc:
             return _usage(f"oracle: {exc}")
         if args.model_only:
             return 0
@@ -129,22 +129,23 @@ def main(argv=None) -> int:
 
 # --- the oracle ----------------------------------------------------------------
 
-def planned_schedules(spec: C.ExperimentSpec) -> tuple[dict[int, list[dict]], list[str]]:
-    """Each repeat's jitter schedule as a run would apply it
+def planned_schedules(spec: C.ExperimentSpec, target: str) -> tuple[dict[int, list[dict]], list[str]]:
+    """Each repeat's jitter schedule as a run on `target` would apply it
     (plan.run_plan), on a kernel without sch_netem (the runner probes the
-    kernel, which needs root; the model does not), and the fallback notes."""
+    kernel, which needs root; the model does not), and the fallback notes.
+    TargetError for a target that cannot run here."""
     schedules, notes = {}, []
     for rep in range(1, spec.repeats + 1):
-        plan = run_plan(spec, "baseline", rep, netem_ok=False)
+        plan = run_plan(spec, "baseline", rep, netem_ok=False, target=target)
         schedules[rep] = list(plan.schedule)
         notes += [n for n in plan.notes if n not in notes]
     return schedules, notes
 
 
-def oracle(spec: C.ExperimentSpec) -> tuple[RepeatsPrediction, list[str]]:
+def oracle(spec: C.ExperimentSpec, target: str = "auto") -> tuple[RepeatsPrediction, list[str]]:
     """The model on every repeat's schedule, and what it says of them
-    (fallbacks taken, what it leaves out).  ModelError, JobError."""
-    schedules, notes = planned_schedules(spec)
+    (fallbacks taken, what it leaves out).  ModelError, JobError, TargetError."""
+    schedules, notes = planned_schedules(spec, target)
     pred = predict_repeats(spec, schedules)
     return pred, notes + [f"repeat {rep}: {n}" for rep, ns in pred.notes.items() for n in ns]
 
@@ -160,8 +161,8 @@ def model(args, spec: C.ExperimentSpec) -> int:
     means over iterations and over the repeats' schedules."""
     t = time.perf_counter()
     try:
-        pred, notes = oracle(spec)
-    except (ModelError, JobError) as exc:
+        pred, notes = oracle(spec, args.target)
+    except (ModelError, JobError, TargetError) as exc:
         return _usage(f"model: {exc}")
     elapsed = time.perf_counter() - t
     for note in notes:
@@ -183,14 +184,15 @@ def model(args, spec: C.ExperimentSpec) -> int:
     return 0
 
 
-def rank_points(points: list[tuple[str | None, C.ExperimentSpec]]) -> list[tuple[str | None, C.ExperimentSpec]]:
+def rank_points(points: list[tuple[str | None, C.ExperimentSpec]],
+                target: str = "auto") -> list[tuple[str | None, C.ExperimentSpec]]:
     """The points by the oracle's predicted gain, most first (stable: ties
     keep the sweep's order); prints the ranking."""
     preds = []
     for label, spec in points:
         try:
-            preds.append(oracle(spec)[0])
-        except (ModelError, JobError) as exc:
+            preds.append(oracle(spec, target)[0])
+        except (ModelError, JobError, TargetError) as exc:
             raise type(exc)(f"point {label}: {exc}" if label else str(exc)) from None
     order = sorted(range(len(points)), key=lambda i: -predicted_gain_pct(preds[i]))
     print("oracle ranking (predicted change of each job's mean CCT, Symphony against baseline; most gain first):")

@@ -291,3 +291,14 @@ def test_rank_by_oracle_runs_the_points_in_that_order(tmp_path, monkeypatch):
     monkeypatch.setattr(cli, "run_points", lambda args, points: ran.extend(label for label, _ in points) or 0)
     assert cli.main(["run", str(path), "--sweep", "--rank-by-oracle", "--target", "soft"]) == 0
     assert ran == ["threshold0", "threshold1", "threshold2"]
+
+
+def test_model_takes_the_schedule_as_the_target_would_apply_it(tmp_path):
+    # netem on the soft target without sch_netem: the twin's delay lines, which the model does not have
+    path = tmp_path / "n.toml"
+    path.write_text('[topology]\nkind = "star"\nhosts = 2\nhost_rate_mbit = 10\n' + JOB
+                    + '[[jitter]]\nkind = "netem"\nrank = 0\nstart_s = 0.1\nduration_s = 0.2\ndelay_ms = 5\n')
+    r = experiments("model", str(path), "--target", "soft", "--json")
+    assert r.returncode == 0, r.stderr
+    assert "netem on h1-s1 from 0.1 to 0.3 s: not modelled" in r.stderr
+    assert json.loads(r.stdout)["notes"] == [r.stderr.strip().removeprefix("note: ")]
