@@ -17,7 +17,7 @@ from experiments.config import ExperimentSpec, job_specs
 from experiments.jitter import schedule as J
 from experiments.jitter.schedule import NO_NETEM
 from hosts.job import JobSpec, derived_deadlines
-from topologies.network.links import delay_via
+from topologies.network.links import VIA_FALLBACK, delay_via
 from topologies.network.testbed import TestbedNetwork
 from topologies.spec.placement import PlacedJob
 from topologies.spec.topo import TopoSpec
@@ -25,6 +25,8 @@ from topologies.switch.params import EcnParams, SymphonyParams
 from topologies.switch.targets import resolve_target
 
 RUNNER_SLACK_S = 20.0         # runner's wall deadline = agents' run deadline + this
+NO_LINK_DELAY = ("link delays (host_delay_ms, fabric_delay_ms) left out: {why} and the bmv2 target "
+                 "has no delay line (--target soft has them)")
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ def run_plan(spec: ExperimentSpec, variant: str, repeat: int, netem_ok: bool, ne
     the network follows for its link delays too)."""
     via = delay_via(resolve_target(target), netem_ok)
     events, notes = J.apply_fallbacks(J.make_schedule(spec, repeat), via, netem_why)
+    if via == VIA_FALLBACK and any(link.delay_ms for link in spec.topo.links):
+        notes.append(NO_LINK_DELAY.format(why=netem_why))
     return replace(network_plan(spec, variant, repeat),
                    jobs=tuple(job_specs(spec, J.straggles(events))), schedule=tuple(events), notes=tuple(notes))
 

@@ -62,3 +62,13 @@ def test_netem_entries_say_how_they_will_be_applied(fake_spec):
     assert netem(P.run_plan(c, "baseline", 1, netem_ok=True, target="soft")) == [("netem", "netem")]
     twin = P.run_plan(c, "baseline", 1, netem_ok=False, target="soft")
     assert netem(twin) == [("netem", "twin")] and twin.notes == ()
+
+
+def test_link_delays_left_out_on_bmv2_without_netem_are_said(fake_spec, monkeypatch):
+    monkeypatch.setattr(P, "resolve_target", lambda target: "bmv2")
+    c = fake_spec()
+    delayed = replace(c, topo=replace(c.topo, links=tuple(replace(link, delay_ms=2.0) for link in c.topo.links)))
+    assert P.run_plan(c, "baseline", 1, netem_ok=False, target="bmv2").notes == ()
+    note, = P.run_plan(delayed, "baseline", 1, netem_ok=False, target="bmv2").notes
+    assert note.startswith("link delays (host_delay_ms, fabric_delay_ms) left out: no sch_netem")
+    assert P.run_plan(delayed, "baseline", 1, netem_ok=True, target="bmv2").notes == ()
