@@ -57,10 +57,10 @@ def rate_control(spec: JobSpec, now: float):
     """(reaction point, notification point) for this job.  DCQCN off: pace at
     the line rate (or not at all when the job names none) and never ask for
     CNPs.  Otherwise the DCQCN pair of hosts.dcqcn with the job's preset,
-    line rate and overrides (no line rate: nothing to start from, as off)."""
-    table = spec.dcqcn or {}
-    overrides = {k: v for k, v in table.items() if k not in ("preset", "line_rate_mbit")}
-    pair = dcqcn.controllers(table.get("preset", "emulation"), spec.line_rate_bps, now, **overrides)
+    line rate, step time, timer floor and overrides (no line rate: nothing
+    to start from, as off)."""
+    pair = dcqcn.controllers(spec.dcqcn_preset, spec.line_rate_bps, now, spec.regime_step_s,
+                             spec.timer_floor_s, **spec.dcqcn_overrides)
     if pair is not None:
         return pair
     return dcqcn.FixedRate(spec.line_rate_bps), dcqcn.NotificationPoint(None)

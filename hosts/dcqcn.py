@@ -1,144 +1,81 @@
-"""DCQCN rate control as pure state machines: no sockets, no clock reads.
-Time is float seconds passed in by the caller (the transport passes
-time.monotonic(), the tests a virtual clock); rates are bit/s.
+"""DCQCN rate control for the agents: the presets and the one place that
+builds a rank's controllers.  The state machines are hosts.dcqcn_core's, the
+regime and the derivation of the emulation preset hosts.dcqcn_regime's; this
+module re-exports what callers use, so `hosts.dcqcn` is the interface.
 
-ReactionPoint (the sender) follows the "Mellanox" mode of the HPCC ns-3
-code, which Astra-Sim's ns-3 backend uses too, so runs compare with those
-simulators; NotificationPoint (the receiver) asks for at most one CNP per
-flow per interval.  Presets (PRESET_NAMES): "paper", the published values;
-"emulation", the same dynamics scaled to emulated links; "off", FixedRate.
-docs/hosts.md states the rules, where each value comes from, and the scaling.
+Presets (PRESET_NAMES): "paper", the published values (the declared
+deployment's, rates scaled to the line rate); "emulation", derived from the
+declared deployment at the emulated line rate and step time so that the
+regime ratios stay (hosts.dcqcn_regime.derive); "off", FixedRate.
+docs/hosts.md states the rules, where each value comes from, and the
+derivation.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass, fields, replace
+from collections.abc import Callable
+from dataclasses import fields, replace
 from typing import Any
 
-INF = math.inf
+from hosts.dcqcn_core import (
+    ALPHA_REPORT_STEP,
+    INF,
+    RATE_EPSILON_BPS,
+    DcqcnParams,
+    FixedRate,
+    NotificationPoint,
+    ReactionPoint,
+    is_number,
+)
+from hosts.dcqcn_regime import (
+    DEPLOYMENT,
+    RATIO_LABELS,
+    TIMER_FLOOR_S,
+    Deployment,
+    Derivation,
+    derive,
+    ecn_thresholds_pkts,
+    measured_ratios,
+    regime_ratios,
+    regime_targets,
+    scaled_to,
+    step_time_s,
+)
 
-# The rate, target and alpha a ReactionPoint reports as a change: Rc and Rt
-# on any change; alpha only once it moved by this much since the last report,
-# so that a decaying alpha does not produce an event every alpha period.
-ALPHA_REPORT_STEP = 0.01
-# Rc converges geometrically on Rt; closer than this (bit/s) counts as equal.
-RATE_EPSILON_BPS = 1.0
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-@dataclass(frozen=True)
-class DcqcnParams:
-    """DCQCN parameters.  Rates in bit/s, periods in seconds."""
-
-    line_rate_bps: float
-    min_rate_bps: float
-    g: float
-    rate_on_first_cnp: float
-    alpha_period_s: float
-    decrease_period_s: float
-    increase_period_s: float
-    byte_counter_bytes: int | None   # None: no byte counter (as in HPCC's code)
-    fast_recovery_steps: int          # F
-    r_ai_bps: float
-    r_hai_bps: float
-    cnp_interval_s: float
-    clamp_target_rate: bool = False   # rdma-hw.cc ClampTargetRate (default false)
-
-    def __post_init__(self) -> None:
-        def bad(name: str, why: str) -> ValueError:
-            return ValueError(f"dcqcn parameter '{name}' {why}, got {getattr(self, name)!r}")
-
-        for name in ("line_rate_bps", "min_rate_bps", "alpha_period_s",
-                     "decrease_period_s", "increase_period_s"):
-            value = getattr(self, name)
-            if not _is_number(value) or value <= 0:
-                raise bad(name, "must be a positive finite number")
-        for name in ("r_ai_bps", "r_hai_bps", "cnp_interval_s"):
-            value = getattr(self, name)
-            if not _is_number(value) or value < 0:
-                raise bad(name, "must be a finite number >= 0")
-        if self.min_rate_bps > self.line_rate_bps:
-            raise bad("min_rate_bps", f"must not exceed line_rate_bps ({self.line_rate_bps})")
-        for name in ("r_ai_bps", "r_hai_bps"):
-            if getattr(self, name) > self.line_rate_bps:
-                raise bad(name, f"must not exceed line_rate_bps ({self.line_rate_bps})")
-        if not _is_number(self.g) or not 0 < self.g <= 1:
-            raise bad("g", "must be in (0, 1]")
-        if not _is_number(self.rate_on_first_cnp) or not 0 < self.rate_on_first_cnp <= 1:
-            raise bad("rate_on_first_cnp", "must be in (0, 1]")
-        if (not isinstance(self.fast_recovery_steps, int) or isinstance(self.fast_recovery_steps, bool)
-                or self.fast_recovery_steps < 0):
-            raise bad("fast_recovery_steps", "must be an integer >= 0")
-        bc = self.byte_counter_bytes
-        if bc is not None and (not isinstance(bc, int) or isinstance(bc, bool) or bc <= 0):
-            raise bad("byte_counter_bytes", "must be a positive integer or None (off)")
-        if not isinstance(self.clamp_target_rate, bool):
-            raise bad("clamp_target_rate", "must be true or false")
-
+__all__ = [
+    "ALPHA_REPORT_STEP", "DEPLOYMENT", "FIELD_NAMES", "INF", "PRESETS", "PRESET_NAMES",
+    "PRESET_OFF", "RATE_EPSILON_BPS", "RATIO_LABELS", "TIMER_FLOOR_S", "UNIT_ALIASES", "DcqcnParams",
+    "Deployment", "Derivation", "FixedRate", "NotificationPoint", "ReactionPoint", "controllers",
+    "derive", "ecn_thresholds_pkts", "emulation_params", "make_params", "measured_ratios", "normalize_overrides",
+    "paper_params", "regime_ratios", "regime_targets", "step_time_s",
+]
 
 # --- presets -----------------------------------------------------------------
 
-PAPER_LINE_RATE_BPS = 40e9
-# Base RTT of the datacenter the published values were chosen for (a few us
-# per hop; HPCC's run.py derives its DCTCP step from RTT = 13 us) and the RTT
-# of the emulated network (Python agents through veth, ms).
-PAPER_RTT_S = 10e-6
-EMULATION_RTT_S = 1e-3
+PAPER_LINE_RATE_BPS = 40e9    # paper_params' default: the DCQCN paper's links
 
 
-def paper_params(line_rate_bps: float = PAPER_LINE_RATE_BPS) -> DcqcnParams:
-    """The published microsecond-scale values (HPCC's run.py ``dcqcn_paper``
-    and rdma-hw.cc defaults), no byte counter.  At another line rate than
-    40 Gbit/s, rates scale with it and timers stay."""
-    scale = line_rate_bps / PAPER_LINE_RATE_BPS
-    return DcqcnParams(
-        line_rate_bps=line_rate_bps,
-        min_rate_bps=100e6 * scale,
-        g=1 / 256,
-        rate_on_first_cnp=1.0,
-        alpha_period_s=50e-6,
-        decrease_period_s=50e-6,
-        increase_period_s=55e-6,
-        byte_counter_bytes=None,
-        fast_recovery_steps=5,
-        r_ai_bps=5e6 * PAPER_LINE_RATE_BPS / 25e9 * scale,
-        r_hai_bps=50e6 * PAPER_LINE_RATE_BPS / 25e9 * scale,
-        cnp_interval_s=50e-6,
-    )
+def paper_params(line_rate_bps: float = PAPER_LINE_RATE_BPS, step_s: float | None = None,
+                 floor_s: float | None = None) -> DcqcnParams:
+    """The published microsecond-scale values (the declared deployment's,
+    hosts.dcqcn_regime.DEPLOYMENT), no byte counter.  Rates keep their
+    fraction of line rate, timers stay; step time and floor play no part."""
+    return scaled_to(DEPLOYMENT.dcqcn, line_rate_bps)
 
 
-def emulation_params(line_rate_bps: float) -> DcqcnParams:
-    """The paper's dynamics scaled to emulated links (10-100 Mbit/s, ms RTTs):
-    the same number of RTTs per timer period (periods x EMULATION_RTT_S /
-    PAPER_RTT_S) and the same fraction of line rate per rate step (rates x
-    line rate / 40 Gbit/s); g, F, RateOnFirstCnp and the clamp rule stay.
-    The minimum rate is 1 % of line rate, not the scaled 0.25 %, which would
-    stall a step past the agent's deadlines."""
-    if not _is_number(line_rate_bps) or line_rate_bps <= 0:
-        raise ValueError(f"dcqcn parameter 'line_rate_bps' must be a positive finite number, "
-                         f"got {line_rate_bps!r}")
-    base = paper_params(PAPER_LINE_RATE_BPS)
-    t = EMULATION_RTT_S / PAPER_RTT_S
-    bw = line_rate_bps / PAPER_LINE_RATE_BPS
-    return replace(
-        base,
-        line_rate_bps=line_rate_bps,
-        min_rate_bps=0.01 * line_rate_bps,
-        alpha_period_s=base.alpha_period_s * t,
-        decrease_period_s=base.decrease_period_s * t,
-        increase_period_s=base.increase_period_s * t,
-        cnp_interval_s=base.cnp_interval_s * t,
-        r_ai_bps=base.r_ai_bps * bw,
-        r_hai_bps=base.r_hai_bps * bw,
-    )
+def emulation_params(line_rate_bps: float, step_s: float | None,
+                     floor_s: float | None = None) -> DcqcnParams:
+    """The declared deployment's DCQCN at this line rate and ring step time,
+    keeping its regime ratios (hosts.dcqcn_regime.derive: periods scaled by
+    the step ratio, none below floor_s, default TIMER_FLOOR_S)."""
+    if step_s is None:
+        raise ValueError("dcqcn 'step_s' is needed by the emulation preset (it derives its "
+                         "timers from the ring step time), got None")
+    return derive(line_rate_bps, step_s,
+                  floor_s=TIMER_FLOOR_S if floor_s is None else floor_s).params
 
 
-PRESETS: dict[str, Callable[[float], DcqcnParams]] = {
+PRESETS: dict[str, Callable[[float, float | None, float | None], DcqcnParams]] = {
     "emulation": emulation_params,
     "paper": paper_params,
 }
@@ -171,261 +108,33 @@ def normalize_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
         if name in out:
             raise ValueError(f"dcqcn parameter '{name}' is given twice (as '{key}' too)")
         if factor is not None:
-            if not _is_number(value):
+            if not is_number(value):
                 raise ValueError(f"dcqcn parameter '{key}' must be a number, got {value!r}")
             value = value * factor
         out[name] = value
     return out
 
 
-def make_params(preset: str, line_rate_bps: float, **overrides: Any) -> DcqcnParams:
-    """Parameters of a preset at a line rate, with fields overridden by name
-    (or by a unit alias, see normalize_overrides).  Raises ValueError naming
-    the preset or field for bad input."""
+def make_params(preset: str, line_rate_bps: float, step_s: float | None = None,
+                floor_s: float | None = None, **overrides: Any) -> DcqcnParams:
+    """Parameters of a preset at a line rate (for "emulation" also the ring
+    step time it derives its timers from and, optionally, their floor), with
+    fields overridden by name (or by a unit alias, see normalize_overrides).
+    Raises ValueError naming the preset or field for bad input."""
     if preset not in PRESETS:
         raise ValueError(f"dcqcn preset must be one of {', '.join(PRESETS)} "
                          f"(or '{PRESET_OFF}' for no rate control), got {preset!r}")
     overrides = normalize_overrides(overrides)
-    params = PRESETS[preset](line_rate_bps)
+    params = PRESETS[preset](line_rate_bps, step_s, floor_s)
     return replace(params, **overrides) if overrides else params
 
 
-def controllers(preset: str, line_rate_bps: float | None, now: float, **overrides: Any
+def controllers(preset: str, line_rate_bps: float | None, now: float,
+                step_s: float | None = None, floor_s: float | None = None, **overrides: Any
                 ) -> tuple[ReactionPoint, NotificationPoint] | None:
     """The (reaction point, notification point) pair of one rank, or None when
     there is no rate control: preset "off", or no line rate to start from."""
     if preset == PRESET_OFF or line_rate_bps is None:
         return None
-    params = make_params(preset, line_rate_bps, **overrides)
+    params = make_params(preset, line_rate_bps, step_s, floor_s, **overrides)
     return ReactionPoint(params, now), NotificationPoint(params.cnp_interval_s)
-
-
-# --- reaction point ----------------------------------------------------------
-
-class ReactionPoint:
-    """Sender-side DCQCN state of one flow.
-
-    Every method takes ``now`` and first runs the timers due up to it; the
-    state is exact whenever a method returns, however late it is called.
-    Methods return True when Rc or Rt changed, or alpha moved by at least
-    ALPHA_REPORT_STEP since the last time they returned True.
-    """
-
-    def __init__(self, params: DcqcnParams, now: float):
-        self.params = params
-        self.rate_bps = params.line_rate_bps      # Rc
-        self.target_bps = params.line_rate_bps    # Rt
-        self.alpha = 1.0
-        self.cnps = 0
-        self.decreases = 0
-        self.increases = 0
-        self.late_calls = 0      # calls with a time before an earlier call's
-        self._first_cnp = True
-        self._alpha_cnp = False
-        self._decrease_cnp = False
-        self._t_alpha = INF
-        self._t_dec = INF
-        self._t_inc = INF
-        self._stage = 0          # timer events since the last decrease
-        self._byte_stage = 0     # byte-counter events since the last decrease
-        self._bytes = 0
-        self._now = now
-        self._reported = (self.rate_bps, self.target_bps, self.alpha)
-
-    # -- inputs ---------------------------------------------------------------
-
-    def on_cnp(self, now: float) -> bool:
-        self._run_timers(now)
-        self.cnps += 1
-        self._alpha_cnp = True
-        self._decrease_cnp = True
-        if self._first_cnp:
-            self._first_cnp = False
-            self.alpha = 1.0
-            self._alpha_cnp = False
-            self._t_alpha = now + self.params.alpha_period_s
-            self._t_dec = now + self.params.decrease_period_s
-            self.rate_bps = self.target_bps = self.params.rate_on_first_cnp * self.rate_bps
-        return self._report()
-
-    def advance(self, now: float) -> bool:
-        self._run_timers(now)
-        return self._report()
-
-    def on_bytes_sent(self, n: int, now: float) -> bool:
-        self._run_timers(now)
-        bc = self.params.byte_counter_bytes
-        if bc is not None and self._t_inc < INF:   # counting starts at the first decrease
-            self._bytes += n
-            while self._bytes >= bc:
-                self._bytes -= bc
-                self._increase(by_timer=False)
-        return self._report()
-
-    def next_event_time(self) -> float:
-        """When the state may next change in a way the caller must see (the
-        pacing rate, or a reportable alpha); INF when nothing is pending.
-        Timers that would change nothing visible are caught up lazily."""
-        if self._decrease_cnp or self._alpha_cnp or not self._converged():
-            return min(self._t_alpha, self._t_dec, self._t_inc)
-        # alpha only decays from here: it can still move a reportable step
-        # while it is that far from the reported value, or that far above 0
-        reported = self._reported[2]
-        if max(reported, abs(self.alpha - reported)) >= ALPHA_REPORT_STEP:
-            return self._t_alpha
-        return INF
-
-    def state(self) -> dict[str, float]:
-        return {"rc": self.rate_bps, "rt": self.target_bps, "alpha": self.alpha}
-
-    # -- timers -----------------------------------------------------------------
-
-    def _converged(self) -> bool:
-        line = self.params.line_rate_bps
-        return self.rate_bps == line and self.target_bps == line
-
-    def _run_timers(self, now: float) -> None:
-        if now < self._now:
-            # a caller that sampled its clock before an earlier call: treat as
-            # no time passed rather than fail the transport
-            self.late_calls += 1
-            now = self._now
-        self._now = now
-        p = self.params
-        # While a CNP flag is up, events interact: run them one by one, in
-        # time order (alpha before decrease at a tie, as rdma-hw.cc's +1 ns).
-        while self._alpha_cnp or self._decrease_cnp:
-            t = min(self._t_alpha, self._t_dec, self._t_inc)
-            if t > now:
-                return
-            if self._t_alpha == t:
-                self._alpha_timer()
-            elif self._t_dec == t:
-                self._decrease_timer()
-            else:
-                self._t_inc += p.increase_period_s
-                self._increase(by_timer=True)
-        # Flags down: decrease checks are no-ops and alpha decays on its own,
-        # so both catch up in closed form; increases run until Rc and Rt
-        # stop changing, then only the stage count moves.
-        if self._t_alpha <= now:
-            k = math.floor((now - self._t_alpha) / p.alpha_period_s) + 1
-            self.alpha *= (1 - p.g) ** k
-            self._t_alpha += k * p.alpha_period_s
-        if self._t_dec <= now:
-            k = math.floor((now - self._t_dec) / p.decrease_period_s) + 1
-            self._t_dec += k * p.decrease_period_s
-        while self._t_inc <= now and not self._converged():
-            self._t_inc += p.increase_period_s
-            self._increase(by_timer=True)
-        if self._t_inc <= now:
-            k = math.floor((now - self._t_inc) / p.increase_period_s) + 1
-            self._stage += k
-            self.increases += k
-            self._t_inc += k * p.increase_period_s
-
-    def _alpha_timer(self) -> None:
-        g = self.params.g
-        self.alpha = (1 - g) * self.alpha + (g if self._alpha_cnp else 0.0)
-        self._alpha_cnp = False
-        self._t_alpha += self.params.alpha_period_s
-
-    def _decrease_timer(self) -> None:
-        p = self.params
-        t = self._t_dec
-        self._t_dec += p.decrease_period_s
-        if not self._decrease_cnp:
-            return
-        self._decrease_cnp = False
-        if p.clamp_target_rate or self._stage or self._byte_stage:
-            self.target_bps = self.rate_bps
-        self.rate_bps = max(p.min_rate_bps, self.rate_bps * (1 - self.alpha / 2))
-        self._stage = self._byte_stage = self._bytes = 0
-        self._t_inc = t + p.increase_period_s
-        self.decreases += 1
-
-    def _increase(self, by_timer: bool) -> None:
-        p = self.params
-        f = p.fast_recovery_steps
-        if p.byte_counter_bytes is None:
-            low = high = self._stage
-        else:
-            low, high = sorted((self._stage, self._byte_stage))
-        if high < f:
-            pass                                    # fast recovery
-        elif low > f:
-            self.target_bps = min(p.line_rate_bps, self.target_bps + p.r_hai_bps)
-        else:
-            self.target_bps = min(p.line_rate_bps, self.target_bps + p.r_ai_bps)
-        self.rate_bps = (self.rate_bps + self.target_bps) / 2
-        if abs(self.target_bps - self.rate_bps) < RATE_EPSILON_BPS:
-            self.rate_bps = self.target_bps
-        if by_timer:
-            self._stage += 1
-        else:
-            self._byte_stage += 1
-        self.increases += 1
-
-    def _report(self) -> bool:
-        rc, rt, alpha = self._reported
-        if (self.rate_bps != rc or self.target_bps != rt
-                or abs(self.alpha - alpha) >= ALPHA_REPORT_STEP
-                or (self.alpha != alpha and self.alpha in (0.0, 1.0))):
-            self._reported = (self.rate_bps, self.target_bps, self.alpha)
-            return True
-        return False
-
-
-class FixedRate:
-    """The reaction point with DCQCN off: paces at a fixed rate (None: no
-    pacing, the window alone limits the sender) and ignores CNPs.  The
-    interface of ReactionPoint."""
-
-    def __init__(self, rate_bps: float | None):
-        self.rate_bps = rate_bps
-        self.target_bps = rate_bps
-        self.alpha = 0.0
-
-    def on_cnp(self, now: float) -> bool:
-        return False
-
-    def advance(self, now: float) -> bool:
-        return False
-
-    def on_bytes_sent(self, n: int, now: float) -> bool:
-        return False
-
-    def next_event_time(self) -> float:
-        return INF
-
-
-# --- notification point --------------------------------------------------------
-
-class NotificationPoint:
-    """Receiver-side CNP generation: at most one CNP per flow per interval.
-    Interval None (DCQCN off): packets and marks are counted, no CNP is asked for."""
-
-    def __init__(self, cnp_interval_s: float | None):
-        if cnp_interval_s is not None and (not _is_number(cnp_interval_s) or cnp_interval_s < 0):
-            raise ValueError(f"dcqcn parameter 'cnp_interval_s' must be a finite number >= 0, "
-                             f"got {cnp_interval_s!r}")
-        self.cnp_interval_s = None if cnp_interval_s is None else float(cnp_interval_s)
-        self._last_cnp: dict[Hashable, float] = {}
-        self.packets: dict[Hashable, int] = {}
-        self.ce_packets: dict[Hashable, int] = {}
-        self.cnps: dict[Hashable, int] = {}
-
-    def on_data(self, flow_key: Hashable, ce: bool, now: float) -> bool:
-        """Account one data packet; True: send a CNP to that flow's sender now."""
-        self.packets[flow_key] = self.packets.get(flow_key, 0) + 1
-        if not ce:
-            return False
-        self.ce_packets[flow_key] = self.ce_packets.get(flow_key, 0) + 1
-        if self.cnp_interval_s is None:
-            return False
-        last = self._last_cnp.get(flow_key)
-        if last is not None and now - last < self.cnp_interval_s:
-            return False
-        self._last_cnp[flow_key] = now
-        self.cnps[flow_key] = self.cnps.get(flow_key, 0) + 1
-        return True

@@ -29,6 +29,9 @@ STEP_SLACK_S = 5.0      # covers peers that start a few seconds apart
 RUN_SLACK_S = 15.0
 START_SLACK_S = 10.0    # extra for the run's first step: every agent must have started
 UNKNOWN_RATE_BPS = 10e6  # link rate assumed for deadlines when the job names none
+DEFAULT_PRESET = "emulation"
+# the [dcqcn] keys that are not overrides of a DcqcnParams field
+DCQCN_KEYS = ("preset", "line_rate_mbit", "step_ms", "timer_floor_ms")
 
 
 class JobError(ValueError):
@@ -65,7 +68,7 @@ class JobSpec:
     transport: str = "udp"
     seed: int = 1
     udp: UdpParams = field(default_factory=UdpParams)
-    dcqcn: dict = field(default_factory=dict)      # preset, line_rate_mbit, overrides by name
+    dcqcn: dict = field(default_factory=dict)      # DCQCN_KEYS, overrides by name
     deadlines: Deadlines = field(default_factory=Deadlines)
     straggle: tuple[Straggle, ...] = ()
     faults: FaultParams = field(default_factory=FaultParams)
@@ -86,6 +89,28 @@ class JobSpec:
     def line_rate_bps(self) -> float | None:
         mbit = self.dcqcn.get("line_rate_mbit")
         return None if mbit is None else float(mbit) * 1e6
+
+    @property
+    def dcqcn_preset(self) -> str:
+        return self.dcqcn.get("preset", DEFAULT_PRESET)
+
+    @property
+    def dcqcn_overrides(self) -> dict:
+        """[dcqcn] overrides of DcqcnParams fields, by name."""
+        return {k: v for k, v in self.dcqcn.items() if k not in DCQCN_KEYS}
+
+    @property
+    def regime_step_s(self) -> float:
+        """The ring step time the emulation preset derives its timers from:
+        [dcqcn] step_ms, else a step at line rate (the largest chunk's bits
+        over the line rate; 10 Mbit/s when the job names none)."""
+        return _regime_step_s(self.dcqcn, self.message_bytes, self.n_ranks)
+
+    @property
+    def timer_floor_s(self) -> float | None:
+        """[dcqcn] timer_floor_ms in seconds; None: hosts.dcqcn's TIMER_FLOOR_S."""
+        ms = self.dcqcn.get("timer_floor_ms")
+        return None if ms is None else ms / 1000.0
 
     def straggle_delay(self, rank: int, iteration: int) -> float:
         return sum(s.delay_s for s in self.straggle if s.rank == rank and s.iter == iteration)
@@ -220,7 +245,7 @@ def parse_job(doc: dict) -> JobSpec:
 
     udp = _params(UdpParams, _table(doc, "udp"), "udp.")
     faults = _params(FaultParams, _table(doc, "faults"), "faults.")
-    dcqcn = _dcqcn(_table(doc, "dcqcn"))
+    dcqcn = _dcqcn(_table(doc, "dcqcn"), message_bytes, n)
 
     dl = _table(doc, "deadlines")
     _no_unknown(dl, ("step_s", "run_s"), "deadlines.")
@@ -244,27 +269,41 @@ def parse_job(doc: dict) -> JobSpec:
                    faults=faults)
 
 
-def _dcqcn(t: dict) -> dict:
-    """The [dcqcn] table as given, checked: the preset, the line rate, and the
-    overrides by building the preset's parameters with them (hosts.dcqcn
-    knows the names, units and ranges)."""
+def _regime_step_s(table: dict, message_bytes: int, n_ranks: int) -> float:
+    step_ms = table.get("step_ms")
+    if step_ms is not None:
+        return step_ms / 1000.0
+    rate = table.get("line_rate_mbit")
+    return dcqcn.step_time_s(message_bytes, n_ranks,
+                             UNKNOWN_RATE_BPS if rate is None else rate * 1e6)
+
+
+def _dcqcn(t: dict, message_bytes: int, n_ranks: int) -> dict:
+    """The [dcqcn] table as given, checked: the preset, the line rate, the
+    step time and timer floor, and the overrides by building the preset's
+    parameters with them (hosts.dcqcn knows the names, units and ranges)."""
     out = dict(t)
-    preset = t.get("preset", "emulation")
+    preset = t.get("preset", DEFAULT_PRESET)
     if preset not in dcqcn.PRESET_NAMES:
         raise JobError(f"dcqcn.preset: {preset!r} is not one of {', '.join(dcqcn.PRESET_NAMES)}")
     out["preset"] = preset
-    rate = _num(t, "line_rate_mbit", "dcqcn.", 0.001, 1e7)
-    if rate is not None:
-        out["line_rate_mbit"] = rate
+    for key, lo, hi in (("line_rate_mbit", 0.001, 1e7), ("step_ms", 0.001, 1e7),
+                        ("timer_floor_ms", 0.0, 1e4)):
+        value = _num(t, key, "dcqcn.", lo, hi)
+        if value is not None:
+            out[key] = value
     for k, v in t.items():
-        if k in ("preset", "line_rate_mbit"):
+        if k in DCQCN_KEYS:
             continue
         if not isinstance(v, (bool, int, float)):
             raise JobError(f"dcqcn.{k}: expected a number or boolean, got {v!r}")
     if preset != dcqcn.PRESET_OFF:
-        overrides = {k: v for k, v in out.items() if k not in ("preset", "line_rate_mbit")}
+        rate = out.get("line_rate_mbit", UNKNOWN_RATE_BPS / 1e6) * 1e6
+        overrides = {k: v for k, v in out.items() if k not in DCQCN_KEYS}
         try:
-            dcqcn.make_params(preset, (rate or UNKNOWN_RATE_BPS / 1e6) * 1e6, **overrides)
+            floor = out.get("timer_floor_ms")
+            dcqcn.make_params(preset, rate, _regime_step_s(out, message_bytes, n_ranks),
+                              None if floor is None else floor / 1000.0, **overrides)
         except TypeError as e:
             raise JobError(f"dcqcn: {e}") from None
         except ValueError as e:

@@ -14,7 +14,8 @@ from itertools import pairwise
 
 import pytest
 
-from hosts.dcqcn import emulation_params
+from hosts.agent import rate_control
+from hosts.job import load_job
 from tests.harness import REPO
 from tests.harness.cemarker import MarkerLab
 from tests.harness.dcqcn_model import closed_loop, first_time, trajectory
@@ -57,9 +58,10 @@ def wait_for(pred, timeout, what):
 @pytest.mark.root
 @pytest.mark.slow
 def test_marks_cut_the_rate_cnps_are_rate_limited_and_the_rate_recovers(tmp_path):
-    params = emulation_params(LINE)
     with MarkerLab(3) as lab:
         (tmp_path / "job.toml").write_text(job_text(lab.ips, iterations=6, message_bytes=1_500_000))
+        # the parameters the agents derive (the emulation preset at the job's step time)
+        params = rate_control(load_job(tmp_path / "job.toml"), 0.0)[0].params
         procs = [lab.popen(r, [sys.executable, "-m", "hosts.agent", "--job", str(tmp_path / "job.toml"),
                                "--rank", str(r), "--log-dir", str(tmp_path)],
                            cwd=str(REPO))
