@@ -15,6 +15,9 @@
 #ifdef __TARGET_TOFINO__
 #include <t2na.p4>
 #else
+/* p4c's v1model.p4 declares register<T, I> and counter<I> (index-typed, as
+ * T2NA's Register<T, I> and Counter<W, I>) only from this version on */
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 #endif
 

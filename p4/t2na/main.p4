@@ -10,7 +10,7 @@ parser SymT2IngressParser(packet_in pkt, out headers_t hdr, out sym_meta_t meta,
     state start {
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
-        packet_parser.apply(pkt, hdr, meta);
+        packet_parser.apply(pkt, hdr.ethernet, hdr.ipv4, hdr.udp, hdr.tcp, meta);
         transition accept;
     }
 }
@@ -54,7 +54,7 @@ parser SymT2EgressParser(packet_in pkt, out headers_t hdr, out sym_meta_t meta,
     state start {
         pkt.extract(eg_intr_md);
         pkt.extract(hdr.bridge);
-        packet_parser.apply(pkt, hdr, meta);
+        packet_parser.apply(pkt, hdr.ethernet, hdr.ipv4, hdr.udp, hdr.tcp, meta);
         transition accept;
     }
 }

@@ -3,11 +3,23 @@
 #ifndef _SYM_V1MODEL_MAIN_P4_
 #define _SYM_V1MODEL_MAIN_P4_
 
+/* BMv2 paces an egress queue in packets per second (set_queue_rate), whatever
+ * a packet's size, so a 70-byte ACK or CNP would take a 1500-byte data
+ * packet's departure slot.  Frames of at most SYM_V1_CTRL_FRAME_BYTES that are
+ * not ECN-capable (the transports' ACKs and CNPs, TCP's pure ACKs) wait in
+ * priority queue SYM_V1_CTRL_PRIORITY of their port instead, with a rate of
+ * their own; every ECN-capable packet stays in queue 0, whose depth is the
+ * enq_qdepth its marking reads.  simple_switch must run with
+ * `-- --priority-queues 2` (it drops a packet whose priority has no queue);
+ * the control plane sets both queues (topologies/switch/bmv2.py, p4/README.md). */
+#define SYM_V1_CTRL_FRAME_BYTES 128
+#define SYM_V1_CTRL_PRIORITY    1
+
 parser SymV1Parser(packet_in pkt, out headers_t hdr, inout sym_meta_t meta,
                    inout standard_metadata_t std_meta) {
     SymPacketParser() packet_parser;
     state start {
-        packet_parser.apply(pkt, hdr, meta);
+        packet_parser.apply(pkt, hdr.ethernet, hdr.ipv4, hdr.udp, hdr.tcp, meta);
         transition accept;
     }
 }
@@ -30,6 +42,9 @@ control SymV1Ingress(inout headers_t hdr, inout sym_meta_t meta,
                 mark_to_drop(std_meta);
             } else {
                 std_meta.egress_spec = meta.egress_port;
+                if (std_meta.packet_length <= SYM_V1_CTRL_FRAME_BYTES && hdr.ipv4.ecn == 2w0) {
+                    std_meta.priority = SYM_V1_CTRL_PRIORITY;
+                }
             }
         }
     }

@@ -147,7 +147,7 @@ def test_killing_a_twin_fails_the_run_and_the_next_repeat_runs(tmp_path):
                 logs = [run_dir / "agents" / f"rank{i}.jsonl" for i in range(4)]
                 if all(p.exists() and p.stat().st_size for p in logs):
                     time.sleep(0.5)
-                    pid = net.net.get("p1").switch_pid()
+                    pid = net.net.get("p1").switch_pid
                     os.kill(pid, signal.SIGKILL)
                     return
             time.sleep(0.05)

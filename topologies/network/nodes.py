@@ -12,6 +12,7 @@ checked).  Hosts keep Mininet's ``<host>-eth0`` inside their own namespace.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -24,12 +25,14 @@ from mininet.link import Link
 from mininet.node import Host, Switch
 
 from topologies.network.intf import host_sysctls, ipv6_off, offloads_off, switch_port_commands
-from topologies.network.names import switch_ifname
+from topologies.network.names import PREFIX, switch_ifname
 from topologies.network.state import sock_path_problem
+from topologies.switch.bmv2 import PRIORITY_QUEUES, Bmv2Client
 from topologies.switch.targets import REPO_ROOT
 from topologies.switch.twin.client import TwinClient
 
 TWIN_START_TIMEOUT_S = 10.0
+BMV2_START_TIMEOUT_S = 10.0
 
 
 def quiet(*args: str) -> subprocess.CompletedProcess:
@@ -105,7 +108,9 @@ class SymSwitch(Switch):
     def data_ports(self) -> dict[int, str]:
         return {port: intf.name for port, intf in sorted(self.intfs.items()) if port > 0}
 
+    @property
     def switch_pid(self) -> int | None:
+        """The switch process's pid (an attribute, as p4-utils' P4Switch has it)."""
         return self.proc.pid if self.proc else None
 
     def returncode(self) -> int | None:
@@ -169,25 +174,44 @@ class SoftSwitch(SymSwitch):
 def bmv2_switch_class():
     """P4Switch (p4-utils) with the testbed's naming and process tracking.
 
-    P4Switch starts simple_switch through its shell with `-i <port>@<intf>`
-    for each port and records simple_switch_pid."""
+    What P4Switch itself does (p4utils/mininetlib/node.py): it builds the
+    command line (`-i <port>@<intf>` per port, --thrift-port, --nanolog
+    ipc:///tmp/bm-<device id>-log.ipc, --device-id, the JSON, --log-console
+    when logging), starts it in the node's shell (`cmd &`, the pid echoed to
+    a temporary file, kept in the attribute ``switch_pid``), waits until the
+    pid lives and the Thrift port listens, and stop() SIGKILLs the pid.
+    Bmv2Switch keeps the command line, the attribute and the checks, and
+    starts simple_switch itself, as SoftSwitch starts the twin: its own
+    child (so ``returncode`` has the exit code), in its own session, with
+    stdout/stderr in <run_dir>/logs/<switch>.log at log level warn (p4-utils'
+    --log-console logs every packet at trace level, which costs most of
+    simple_switch's packet rate), and with nanomsg addresses of its own
+    (both defaults are per device id, so concurrent networks would share
+    them).  It runs simple_switch with `-- --priority-queues 2`, the
+    program's control-frame queue (topologies.switch.bmv2)."""
     # p4-utils is optional (only with the BMv2 toolchain): imported when a bmv2 network starts
     from p4utils.mininetlib.node import P4Switch  # noqa: PLC0415
 
     class Bmv2Switch(P4Switch):
         target = "bmv2"
 
-        def __init__(self, name, net_id: str, run_dir: str, queue_depth: int = 64,
-                     thrift_port: int = 9090, json_path: str | None = None, **params):
+        def __init__(self, name, net_id: str, run_dir: str, queue_depth: int = 64, ctl_dir: str | None = None,
+                     thrift_port: int = 9090, json_path: str | None = None, log_level: str = "warn", **params):
             params["inNamespace"] = False
             self.net_id = net_id
             self.run_dir = Path(run_dir)
             self.queue_depth = queue_depth
-            log_dir = self.run_dir / "logs"
-            log_dir.mkdir(parents=True, exist_ok=True)
+            self.log_level = log_level
+            self.proc: subprocess.Popen | None = None
             device_id = params.pop("device_id")
+            # priority queues: the program's control-frame queue (topologies.switch.bmv2)
             super().__init__(name, device_id=device_id, json_path=json_path, thrift_port=thrift_port,
-                             log_enabled=True, log_dir=str(log_dir), **params)
+                             log_enabled=False, priority_queues_num=PRIORITY_QUEUES, **params)
+            self.nanomsg = None                     # no event log (p4-utils: /tmp/bm-<device id>-log.ipc)
+            # notifications: in the network's control directory, which teardown and
+            # `make clean-net` remove (a Unix socket path holds at most 107 bytes)
+            self.ipc_path = (f"{ctl_dir}/{name}-notifications.ipc" if ctl_dir
+                             else f"/tmp/{PREFIX}{net_id}{name}-notifications.ipc")
 
         def port_ifname(self, port: int) -> str:
             return switch_ifname(self.net_id, self.name, port)
@@ -195,34 +219,56 @@ def bmv2_switch_class():
         def data_ports(self) -> dict[int, str]:
             return {port: intf.name for port, intf in sorted(self.intfs.items()) if port > 0}
 
-        def switch_pid(self):
-            return self.simple_switch_pid
+        @property
+        def log_path(self) -> Path:
+            return self.run_dir / "logs" / f"{self.name}.log"
 
-        def returncode(self):
-            pid = self.simple_switch_pid
-            if pid is None:
-                return None
-            try:
-                done, status = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:     # not our child (started by the node's shell)
-                return None if os.path.exists(f"/proc/{pid}") else -9
-            return None if done == 0 else os.waitstatus_to_exitcode(status)
+        def add_arguments(self) -> list[str]:
+            args = super().add_arguments()
+            return [args[0], "--notifications-addr", f"ipc://{self.ipc_path}",
+                    "--log-console", "--log-level", self.log_level, *args[1:]]
+
+        def start(self, controllers=None):
+            args = self.add_arguments()
+            target_args = self.add_target_arguments()
+            if target_args:
+                args += ["--", *target_args]
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                             start_new_session=True)
+            self.switch_pid = self.proc.pid
+            deadline = time.monotonic() + BMV2_START_TIMEOUT_S
+            while not self.thrift_listening():
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"simple_switch of {self.name} exited with code {self.proc.returncode} "
+                                       f"at start (see {self.log_path})")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"simple_switch of {self.name} did not open Thrift port "
+                                       f"{self.thrift_port} within {BMV2_START_TIMEOUT_S:.0f} s (see {self.log_path})")
+                time.sleep(0.05)
+
+        def returncode(self) -> int | None:
+            return self.proc.poll() if self.proc else None
 
         def stop_process(self, grace_s: float = 2.0) -> None:
-            pid = self.simple_switch_pid
-            if pid and os.path.exists(f"/proc/{pid}"):
+            if self.proc and self.proc.poll() is None:
+                self.proc.terminate()
                 try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                    self.proc.wait(grace_s)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+            self.switch_pid = None          # P4Switch.stop has nothing left to kill
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.ipc_path)
 
         def stop(self, deleteIntfs=True):
             self.stop_process()
-            Switch.stop(self, deleteIntfs)
+            super().stop(deleteIntfs)
 
-        def client(self):
-            # p4-utils' Thrift client: optional, as above
-            from p4utils.utils.sswitch_thrift_API import SimpleSwitchThriftAPI  # noqa: PLC0415
-            return SimpleSwitchThriftAPI(self.thrift_port)
+        def client(self) -> Bmv2Client:
+            return Bmv2Client.connect(self.thrift_port, self.name, json_path=self.json_path,
+                                      timeout=BMV2_START_TIMEOUT_S, proc=self.proc)
 
     return Bmv2Switch

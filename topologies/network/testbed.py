@@ -168,7 +168,7 @@ class TestbedNetwork:
         self._configure_links()
         for sw in self.net.switches:
             sw.start([])
-            pid = sw.switch_pid()
+            pid = sw.switch_pid
             if pid:
                 self.state.add_pid(pid, f"switch {sw.name}")
         self._static_arp()
@@ -180,9 +180,10 @@ class TestbedNetwork:
         self._check_links()
 
     def _switch_params(self, s) -> dict:
-        params = {"net_id": self.id, "run_dir": str(self.run_dir), "queue_depth": self.topo.queue_depth}
+        params = {"net_id": self.id, "run_dir": str(self.run_dir), "queue_depth": self.topo.queue_depth,
+                  "ctl_dir": str(self.state.make_sock_dir())}
         if self.target == "soft":
-            params.update(ctl_dir=str(self.state.make_sock_dir()), seed=self.seed)
+            params.update(seed=self.seed)
         else:
             if not self.json_path.is_file():
                 raise NetworkError(f"{self.json_path} is missing: build it with `make p4`")

@@ -20,17 +20,25 @@ from topologies.spec.placement import PlacedJob
 from topologies.spec.routes import next_ports, route
 from topologies.spec.topo import TopoSpec
 from topologies.switch import program
+from topologies.switch.bmv2 import CTRL_FRAME_BYTES, CTRL_PRIORITY
 from topologies.switch.params import EcnParams, SymphonyParams
 
 ASSUMED_PACKET_BYTES = 1500      # bmv2's packets/s queue rate assumes full-size frames
 RATE_UNITS = ("pps", "bps")
 
 
-def rate_to_pps(rate_mbit: float | None) -> int | None:
-    """Queue drain rate for a link rate; None = unlimited."""
+def rate_to_pps(rate_mbit: float | None, packet_bytes: int = ASSUMED_PACKET_BYTES) -> int | None:
+    """Queue drain rate for a link rate, frames of packet_bytes assumed;
+    None = unlimited."""
     if not rate_mbit:
         return None
-    return max(1, round(rate_mbit * 1e6 / (8 * ASSUMED_PACKET_BYTES)))
+    return max(1, round(rate_mbit * 1e6 / (8 * packet_bytes)))
+
+
+def rate_to_ctrl_pps(rate_mbit: float | None) -> int | None:
+    """bmv2's control-frame queue (ACKs, CNPs: topologies.switch.bmv2): its
+    frames drain as if CTRL_FRAME_BYTES long; None = unlimited."""
+    return rate_to_pps(rate_mbit, CTRL_FRAME_BYTES)
 
 
 def rate_to_bps(rate_mbit: float | None) -> int | None:
@@ -42,7 +50,10 @@ def rate_to_bps(rate_mbit: float | None) -> int | None:
 
 def rate_unit(target: str) -> str:
     """The queue rate unit a target gets: "bps" on the twin (soft), which can
-    serialise by frame length; "pps" on bmv2, whose set_queue_rate has only that."""
+    serialise by frame length; "pps" on bmv2, whose set_queue_rate has only
+    that: the data queue in full-size frames, the control-frame queue
+    (priority CTRL_PRIORITY) in CTRL_FRAME_BYTES frames.  "pps" is for bmv2
+    only: the twin has one queue per port and takes no priority."""
     return "bps" if target == "soft" else "pps"
 
 
@@ -51,13 +62,21 @@ def _check_unit(unit: str) -> None:
         raise ValueError(f"queue rate unit must be 'pps' or 'bps', got {unit!r}")
 
 
+def _set_pps(client, port: int, pps: int, ctrl_pps: int) -> None:
+    """bmv2: both queues of a port.  p4-utils' set_queue_rate takes priority
+    0 (falsy) as "every queue of the port", so the port first, then its
+    control-frame queue."""
+    client.set_queue_rate(pps, port)
+    client.set_queue_rate(ctrl_pps, port, CTRL_PRIORITY)
+
+
 def set_port_rate(client, port: int, rate_mbit: float, unit: str = "pps") -> None:
     """One egress port's drain rate through the client, in the target's unit."""
     _check_unit(unit)
     if unit == "bps":
         client.set_queue_rate_bps(rate_to_bps(rate_mbit), port)
     else:
-        client.set_queue_rate(rate_to_pps(rate_mbit), port)
+        _set_pps(client, port, rate_to_pps(rate_mbit), rate_to_ctrl_pps(rate_mbit))
 
 
 @dataclass(frozen=True)
@@ -88,6 +107,7 @@ class PortQueue:
     pps: int | None    # None: unlimited
     depth: int
     bps: int | None = None   # the same rate in bits/s (the twin's unit); None: unlimited
+    ctrl_pps: int | None = None   # bmv2's control-frame queue at that port; None: unlimited
 
 
 @dataclass
@@ -184,7 +204,7 @@ def port_queues(topo: TopoSpec) -> dict[str, list[PortQueue]]:
     out = {}
     for sw in topo.switches:
         out[sw.name] = [PortQueue(port, link.name, rate_to_pps(link.rate_mbit), topo.queue_depth,
-                                  rate_to_bps(link.rate_mbit))
+                                  rate_to_bps(link.rate_mbit), rate_to_ctrl_pps(link.rate_mbit))
                         for port, (_, _, link) in sorted(topo.ports(sw.name).items())]
     return out
 
@@ -228,9 +248,9 @@ def install(client, plan: SwitchPlan, ecn: EcnParams, symphony: SymphonyParams, 
         # job's tag width (all its flows share the mode)
         flows = [f for f in plan.flows if f.job == job]
         program.install_job(client, slot, [f.flow_id for f in flows], first_step=0, tcp=flows[0].tcp)
-    program.install_queue_ecn(client, ecn.kmin, ecn.kmax, ecn.pmax)
+    n_queue_ecn = program.install_queue_ecn(client, ecn.kmin, ecn.kmax, ecn.pmax)
     program.install_sym_ecn(client, symphony.k_sym, symphony.p_sym)
-    verify_entries(client, plan)
+    verify_entries(client, plan, n_queue_ecn)
     for q in plan.queues:
         if q.port < 1:
             raise ValueError(f"switch {plan.name}: egress port {q.port} (0 means 'all ports' to Thrift)")
@@ -238,29 +258,36 @@ def install(client, plan: SwitchPlan, ecn: EcnParams, symphony: SymphonyParams, 
         if rate_unit == "bps" and q.bps:
             client.set_queue_rate_bps(q.bps, q.port)
         elif rate_unit == "pps" and q.pps:
-            client.set_queue_rate(q.pps, q.port)
+            _set_pps(client, q.port, q.pps, q.ctrl_pps)
 
 
-def verify_entries(client, plan: SwitchPlan) -> None:
-    """p4-utils' Thrift API prints an error and carries on when an entry is
-    refused: count the entries back where the client can."""
+def verify_entries(client, plan: SwitchPlan, n_queue_ecn: int | None = None) -> None:
+    """Count the installed entries back where the client can: p4-utils'
+    Thrift API, used bare, prints an error and carries on when an entry is
+    refused (topologies.switch.bmv2.Bmv2Client raises instead; this also
+    catches a switch that held entries from before)."""
     count = getattr(client, "table_num_entries", None)
     if count is None:
         return
-    for table, want in ((pn.FORWARD, len(plan.forward)), (pn.SYMPHONY_FLOWS, len(plan.flows))):
+    want_counts = [(pn.FORWARD, len(plan.forward)), (pn.SYMPHONY_FLOWS, len(plan.flows))]
+    if n_queue_ecn is not None:
+        want_counts.append((pn.QUEUE_ECN, n_queue_ecn))
+    for table, want in want_counts:
         got = count(table)
         if got != want:
             raise RuntimeError(f"switch {plan.name}: table {table} holds {got} entries, {want} installed")
 
 
 def _cell(v) -> dict:
-    """A counter cell as {"packets", "bytes"} whatever the client returns."""
+    """A counter cell as {"packets", "bytes"} whatever the client returns:
+    a CounterValue (the twin's client, Bmv2Client), a dict, or a bare
+    p4-utils SimpleSwitchThriftAPI's (bytes, packets) tuple."""
     if hasattr(v, "packets"):
         return {"packets": int(v.packets), "bytes": int(v.bytes)}
     if isinstance(v, dict):
         return {"packets": int(v.get("packets", 0)), "bytes": int(v.get("bytes", 0))}
     if isinstance(v, (list, tuple)):
-        return {"packets": int(v[0]), "bytes": int(v[1]) if len(v) > 1 else 0}
+        return {"packets": int(v[1]), "bytes": int(v[0])}
     return {"packets": int(v), "bytes": 0}
 
 

@@ -148,7 +148,7 @@ def test_network_with_a_run_dir_over_110_characters_comes_up_and_leaves_nothing(
         assert net.dead_switches() == []
         ping = net.cmd("h1", "ping", "-c", "1", "-W", "2", net.topo.host("h2").ip)
         assert ping.returncode == 0, ping.stdout + ping.stderr
-        twin_pid = net.net.switches[0].switch_pid()
+        twin_pid = net.net.switches[0].switch_pid
     # logs stay in the run directory; nothing of the network is left anywhere else
     assert (run_dir / "logs" / "s1.log").exists()
     assert not (run_dir / "ctl").exists()

@@ -71,3 +71,31 @@ def wire_target(request):
 def test_vector_on_a_wire_target(vector, wire_target):
     failures = run_vector(vector, wire_target)
     assert not failures, "\n".join(failures)
+
+
+def test_wire_queue_depth_is_exact(wire_target):
+    """The held queue gives exactly the vector's depth: one packet more or
+    less at queue_marking_thresholds' Kmax boundary (mark when q > 4) flips
+    the mark."""
+    vector = copy.deepcopy(next(v for v in VECTORS if v.name == "queue_marking_thresholds"))
+    at_kmax = next(s for s in vector.steps if s.get("qdepth") == 4 and s["expect"]["ecn"] == 2)
+    past = next(s for s in vector.steps if s.get("qdepth") == 5)
+    at_kmax["qdepth"], past["qdepth"] = 5, 4
+    failures = run_vector(vector, wire_target)
+    assert [f for f in failures if "ecn: expected" in f] == ["step 2: ecn: expected 2, got 3",
+                                                            "step 3: ecn: expected 3, got 2"], failures
+
+
+@pytest.mark.bmv2
+@pytest.mark.root
+def test_bmv2_hold_too_short_is_detected_and_lengthened():
+    """A hold shorter than the switch needs to queue the fillers and the
+    packet is caught (TargetTooSlow, by the probes' timing), and the vector
+    runs again with a longer one."""
+    target = Bmv2Target(hold_pps=2000)          # 0.5 ms: less than one Thrift round trip
+    try:
+        vector = next(v for v in VECTORS if v.name == "queue_marking_thresholds")
+        assert run_vector(vector, target) == []
+        assert target.hold_pps < 2000
+    finally:
+        target.close()

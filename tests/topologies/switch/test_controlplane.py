@@ -3,13 +3,17 @@ entries, queue rates, ARP), and its I/O half against a recording client (the
 calls BMv2's SimpleSwitchThriftAPI and the twin both take) and the twin's
 pure pipeline, no switch needed."""
 
+import re
+
 import pytest
 
 from contract import p4names as pn
 from contract.tags import TAG_MASK, tag_dscp, tag_port
+from tests.harness import REPO
 from tests.harness.specs import place, topo
 from topologies.spec.placement import JobRequest, PlacedJob
 from topologies.spec.routes import route
+from topologies.switch import bmv2
 from topologies.switch import controlplane as cp
 from topologies.switch.params import EcnParams, SymphonyParams
 from topologies.switch.twin import packets
@@ -145,9 +149,26 @@ def test_ecn_ranges_and_symphony_defaults(installed):
 def test_queue_rate_and_depth_per_port_never_port_zero(installed):
     _, plan, client = installed
     assert client.of("set_queue_depth") == [(40, 1), (40, 2), (40, 3)]
-    # host ports at 12 Mb/s = 1000 pps, the spine port at 6 Mb/s = 500 pps
-    assert client.of("set_queue_rate") == [(1000, 1), (1000, 2), (500, 3)]
+    # host ports at 12 Mb/s = 1000 pps, the spine port at 6 Mb/s = 500 pps; each port's
+    # control-frame queue (priority 1, never 0: p4-utils' "every queue") in 128-byte
+    # frames: 12 Mb/s = 11719 pps, 6 Mb/s = 5859 pps
+    assert client.of("set_queue_rate") == [(1000, 1), (11719, 1, 1), (1000, 2), (11719, 2, 1),
+                                           (500, 3), (5859, 3, 1)]
+    assert [(q.pps, q.ctrl_pps) for q in plan.queues] == [(1000, 11719), (1000, 11719), (500, 5859)]
     assert client.of("set_queue_rate_bps") == []
+
+
+def test_bmv2_control_frame_queue_agrees_with_the_program():
+    """The control plane's idea of the control-frame queue is the v1model
+    program's (p4/v1model/main.p4's SYM_V1_CTRL_* and its priority rule)."""
+    text = (REPO / "p4" / "v1model" / "main.p4").read_text()
+    defines = dict(re.findall(r"#define\s+(SYM_V1_\w+)\s+(\d+)", text))
+    assert int(defines["SYM_V1_CTRL_FRAME_BYTES"]) == bmv2.CTRL_FRAME_BYTES
+    assert int(defines["SYM_V1_CTRL_PRIORITY"]) == bmv2.CTRL_PRIORITY < bmv2.PRIORITY_QUEUES
+    assert re.search(r"std_meta\.packet_length <= SYM_V1_CTRL_FRAME_BYTES && hdr\.ipv4\.ecn == 2w0\)\s*\{"
+                     r"\s*std_meta\.priority = SYM_V1_CTRL_PRIORITY;", text)
+    assert bmv2.SIMPLE_SWITCH_TARGET_ARGS == ("--priority-queues", str(bmv2.PRIORITY_QUEUES))
+    assert cp.rate_to_ctrl_pps(None) is None and cp.rate_to_ctrl_pps(0.001) == 1
 
 
 def test_twin_queues_drain_at_the_links_bit_rate():
@@ -163,7 +184,8 @@ def test_twin_queues_drain_at_the_links_bit_rate():
     # set_link_rate's path: one port, in the target's unit
     cp.set_port_rate(client, 3, 0.6, "bps")
     cp.set_port_rate(client, 3, 0.6, "pps")
-    assert client.of("set_queue_rate_bps")[-1] == (600_000, 3) and client.of("set_queue_rate") == [(50, 3)]
+    assert client.of("set_queue_rate_bps")[-1] == (600_000, 3)
+    assert client.of("set_queue_rate") == [(50, 3), (586, 3, 1)]
     with pytest.raises(ValueError, match="unit"):
         cp.install(Recorder(), plans["l1"], ECN, SymphonyParams(), "bytes")
 
@@ -195,8 +217,8 @@ class PipelineClient:
     def set_queue_depth(self, depth, port):
         self.queues.setdefault(port, {})["depth"] = depth
 
-    def set_queue_rate(self, pps, port):
-        self.queues.setdefault(port, {})["pps"] = pps
+    def set_queue_rate(self, pps, port, priority=None):
+        self.queues.setdefault(port, {})["ctrl_pps" if priority else "pps"] = pps
 
 
 def walk(topo, switches, src, dst, sport, dport, qdepth=0, **build_kw):
@@ -248,7 +270,7 @@ def test_installed_plan_routes_marks_and_counts_in_the_twin_pipeline():
     assert packets.fields(frame)["ecn"] == 3
     dump = cp.dump_switch(switches[crossed[0]], plans[crossed[0]])
     assert sum(c["packets"] for c in dump["counters"]["sym_marks"].values()) == 1
-    assert switches["l1"].queues[1] == {"depth": 64, "pps": cp.rate_to_pps(10)}
+    assert switches["l1"].queues[1] == {"depth": 64, "pps": cp.rate_to_pps(10), "ctrl_pps": cp.rate_to_ctrl_pps(10)}
 
 
 def test_refused_entries_fail_the_install():
