@@ -30,12 +30,21 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
     # DCQCN state of the sender after a change, rates in bit/s
     "rate": ("rc", "rt", "alpha"),
     # counters of dropped or odd packets, written at the end of a run
+    # (optional: see OPTIONAL_FIELDS)
     "stats": ("counters",),
     # something failed: what it was waiting for, then the agent exits non-zero
     "error": ("reason",),
 }
 
 KINDS = tuple(KIND_FIELDS)
+
+# kind -> fields it may carry (added later; readers must cope without them)
+OPTIONAL_FIELDS: dict[str, tuple[str, ...]] = {
+    # lateness: {"pacing": ..., "dcqcn_timer": ...}, each a contract.lateness
+    # record: how late the agent's loop sent what only the pacer held, and
+    # ran the DCQCN reaction point's timer events (UDP transport only)
+    "stats": ("lateness",),
+}
 
 
 class SchemaError(ValueError):
@@ -62,6 +71,9 @@ def validate(event: dict[str, Any]) -> None:
     for name in KIND_FIELDS[kind]:
         if name not in event:
             raise SchemaError(f"{kind} event lacks field '{name}': {event}")
+    for name in OPTIONAL_FIELDS.get(kind, ()):
+        if name in event and not isinstance(event[name], dict):
+            raise SchemaError(f"{kind} event's '{name}' must be an object: {event}")
 
 
 class EventLog:

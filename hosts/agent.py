@@ -41,6 +41,14 @@ def linger_idle_s(udp) -> float:
     that; leaving earlier stranded a sender until its step deadline."""
     return max(0.3, 6 * udp.rto_ms / 1000.0, 1.5 * udp.rto_max_ms / 1000.0)
 
+
+def stats_fields(tr) -> dict:
+    """The stats event's fields: the transport's counters and, where it
+    keeps them (UDP), how late it ran its pacer and DCQCN timers."""
+    lateness = getattr(tr, "lateness", None)
+    return {"counters": dict(sorted(tr.counters.items())), **({"lateness": lateness()} if lateness else {})}
+
+
 class UsageError(Exception):
     """Bad arguments or environment: one line to stderr, exit 2."""
 
@@ -140,7 +148,7 @@ class Agent:
         last = self.total_steps - 1
         self.tr.linger(linger_idle_s(spec.udp), run_deadline)
         self.log.emit("stats", iter=spec.iterations - 1, step=last,
-                      counters=dict(sorted(self.tr.counters.items())))
+                      **stats_fields(self.tr))
         return EXIT_WRONG if wrong else EXIT_OK
 
     def fail(self, it: int, step: int, which: str, limit: float, info: dict) -> int:
@@ -148,7 +156,7 @@ class Agent:
         fields = {k: v for k, v in info.items() if k not in ("what", "step")}
         self.log.emit("error", iter=it, step=step, reason=reason, deadline=which, **fields)
         self.log.emit("stats", iter=it, step=step,
-                      counters=dict(sorted(self.tr.counters.items())))
+                      **stats_fields(self.tr))
         print(f"hosts.agent rank {self.rank}: {reason}", file=sys.stderr)
         return EXIT_DEADLINE
 
@@ -205,7 +213,7 @@ def main(argv=None) -> int:
         except (KeyboardInterrupt, Terminated) as e:
             # the events so far are on disk; add the counters, then go
             log.emit("stats", iter=agent.at[0], step=agent.at[1],
-                     counters=dict(sorted(agent.tr.counters.items())))
+                     **stats_fields(agent.tr))
             return 143 if isinstance(e, Terminated) else 130
         finally:
             agent.tr.close()

@@ -15,6 +15,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 
+from contract.lateness import Lateness
 from hosts import wire
 from hosts.udp.params import UdpParams
 from hosts.wire import ACK_COMPLETE, ACK_ECHO, DATA
@@ -84,6 +85,12 @@ class Sender:
         self._last_rtt: float | None = None
         self._rto_hold = -math.inf    # no timeout retransmission before this time
         self._ack_delay = params.ack_delay_ms / 1000.0
+        # how late the loop ran what was due (contract.lateness): a packet the
+        # pacer alone held (window open) against its release time, and the
+        # reaction point's timer events against theirs
+        self.late_pacing = Lateness()
+        self.late_timer = Lateness()
+        self._held: float | None = None   # the pacer holds a sendable packet until then
 
     def start(self, step: int, payload, now: float) -> None:
         if step in self.flows:
@@ -168,12 +175,18 @@ class Sender:
     def poll_tx(self, now: float) -> None:
         """Send what the window and the pacing rate allow now."""
         rate = self.rp.rate_bps
+        held, self._held = self._held, None
         while True:
             if rate and now < self._next_tx:
+                if self._sendable():
+                    self._held = self._next_tx
                 return
             pick = self._pick()
             if pick is None:
                 return
+            if held is not None:
+                self.late_pacing.add(now - held)
+                held = None
             nbytes = self._transmit(*pick, now)
             if self.rp.on_bytes_sent(nbytes, now):
                 self._log_rate()
@@ -216,8 +229,16 @@ class Sender:
         for flow in self.flows.values():
             if flow.probe_at <= now:
                 self._probe(flow)
-        if self.rp.next_event_time() <= now and self.rp.advance(now):
+        if self._rp_due(now) and self.rp.advance(now):
             self._log_rate()
+
+    def _rp_due(self, now: float) -> bool:
+        """Whether a reaction-point timer event is due; records its lateness."""
+        due = self.rp.next_event_time()
+        if due > now:
+            return False
+        self.late_timer.add(now - due)
+        return True
 
     def _probe(self, flow: SendFlow) -> None:
         """All packets sent, the newest unacked for a PTO: resend the highest
@@ -341,8 +362,14 @@ class Sender:
     def on_cnp(self, cnp: wire.Cnp, now: float) -> None:
         self.counters["rx_cnp"] += 1
         self.log("cnp", cnp.step, dir="rx", peer=self.succ_rank)
+        self._rp_due(now)             # a timer event the CNP's call runs first
         if self.rp.on_cnp(now):
             self._log_rate()
+
+    def lateness(self) -> dict:
+        """For the agent's stats event: the pacer's and the reaction point's
+        lateness records (contract.lateness)."""
+        return {"pacing": self.late_pacing.as_dict(), "dcqcn_timer": self.late_timer.as_dict()}
 
     def _log_rate(self) -> None:
         rp = self.rp

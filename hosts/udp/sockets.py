@@ -81,6 +81,11 @@ class UdpTransport:
     def counters(self) -> dict:
         return self.ep.counters
 
+    def lateness(self) -> dict:
+        """How late the loop ran the pacer and DCQCN's timers (the stats
+        event's ``lateness``, contract.events)."""
+        return self.ep.sender.lateness()
+
     # ---- sockets ------------------------------------------------------------
     def _udp(self, port: int, reuse: bool = False) -> socket.socket:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
