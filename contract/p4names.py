@@ -30,9 +30,10 @@ Control-plane conventions (the same calls on BMv2 and the twin):
   Probabilities are integers in units of 2^-16 (PROB_ONE = always).
   topologies/switch/program.py turns (Kmin, Kmax, Pmax, K_sym, P_sym) into
   these entries.
-- Counters are indexed by flow id (``pkts``, ``sym_marks``,
+- Counters are indexed by flow id (``pkts``, ``step_jumps``, ``sym_marks``,
   ``flow_queue_marks``) or by egress port (``queue_marks``); each counts
-  packets and bytes.
+  packets and bytes.  ``step_jumps`` counts a flow's packets whose tag is
+  more than the step window (``step_window``) from the flow's newest step.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ TAG_HALF = tag_half(False)
 DSCP_TAG_HALF = tag_half(True)     # TCP mode: the tag in the DSCP
 W = 64                     # step_count slots per job
 W_BITS = 6
+STEP_WINDOW = W                    # a flow's step window, UDP (step_window)
+DSCP_STEP_WINDOW = DSCP_TAG_HALF - 1   # TCP: the 6-bit tag's half range less one
 MAX_FLOWS = 1024
 MAX_JOBS = 64
 STEP_SLOTS = MAX_JOBS * W
@@ -74,6 +77,8 @@ P4_CONSTANTS = {
     "SYM_DSCP_TAG_HALF": DSCP_TAG_HALF,
     "SYM_W": W,
     "SYM_W_BITS": W_BITS,
+    "SYM_STEP_WINDOW": STEP_WINDOW,
+    "SYM_DSCP_STEP_WINDOW": DSCP_STEP_WINDOW,
     "SYM_MAX_FLOWS": MAX_FLOWS,
     "SYM_MAX_JOBS": MAX_JOBS,
     "SYM_STEP_SLOTS": STEP_SLOTS,
@@ -120,6 +125,7 @@ REGISTERS = {r.name: r for r in (
 
 COUNTERS = {c.name: c for c in (
     Counter("pkts", MAX_FLOWS),               # per flow
+    Counter("step_jumps", MAX_FLOWS),         # per flow: tags beyond the step window (step_window)
     Counter("sym_marks", MAX_FLOWS),          # per flow: Symphony marks
     Counter("flow_queue_marks", MAX_FLOWS),   # per flow: queue marks
     Counter("queue_marks", NUM_PORTS),        # per egress port: queue marks
@@ -149,6 +155,7 @@ TABLES = {t.name: t for t in (
 FORWARD, SYMPHONY_FLOWS, QUEUE_ECN, SYM_ECN = "forward", "symphony_flows", "queue_ecn", "sym_ecn"
 FLOW_STEP, STEP_COUNT, FRONTIER = "flow_step", "step_count", "frontier"
 PKTS, SYM_MARKS, QUEUE_MARKS, FLOW_QUEUE_MARKS = "pkts", "sym_marks", "queue_marks", "flow_queue_marks"
+STEP_JUMPS = "step_jumps"
 
 
 def max_ranks(tcp: bool | int) -> int:
@@ -158,6 +165,15 @@ def max_ranks(tcp: bool | int) -> int:
     step_count slot is reused while the older step is still counting):
     N - 1 < min(W, 2^(w-1)).  UDP: 64 ranks (W); TCP: 32 ranks (the 6-bit tag)."""
     return min(W, tag_half(tcp))
+
+
+def step_window(tcp: bool | int) -> int:
+    """How far a flow's tag may be from its newest step: 1..window after it
+    is a new step; more than the window away, either way, is a jump
+    (counted in step_jumps, moving nothing).  A ring flow moves one step at a
+    time and its ring spreads at most N-1 < W, so it never jumps.  UDP: W;
+    TCP: 31, the 6-bit tag's half range less one (only a tag 32 away jumps)."""
+    return DSCP_STEP_WINDOW if tcp else STEP_WINDOW
 
 
 def step_slot(job_slot: int, step: int) -> int:

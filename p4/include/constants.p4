@@ -39,7 +39,32 @@
 #error "SYM_W must divide both tags' ranges (2^SYM_TAG_BITS and 2^SYM_DSCP_TAG_BITS)"
 #endif
 
-#define SYM_MAX_FLOWS  1024        /* flow_step, pkts, sym_marks, flow_queue_marks */
+/* A flow's step window.  With d = (tag - the flow's newest tag) mod 2^w, a
+ * tracked packet is
+ *   a new step of its flow   when 1 <= d <= WINDOW (flow_step moves to it);
+ *   a jump                   when WINDOW < d < 2^w - WINDOW: more than WINDOW
+ *                            steps from the flow's newest, either way, which
+ *                            a ring flow never is (it moves one step at a
+ *                            time, and its ring spreads at most N-1 < W);
+ *                            counted in step_jumps, it moves no register and
+ *                            is never Symphony-marked;
+ *   a step seen already      otherwise.
+ * UDP: WINDOW = W.  TCP: the 6-bit tag's half range less one, so a new step
+ * is exactly SYM_AFTER_DSCP and only d = 32 is a jump.  docs/design.md,
+ * "What the switch trusts", says why jumps are counted and not followed. */
+#define SYM_STEP_WINDOW      64
+#define SYM_DSCP_STEP_WINDOW 31
+#if SYM_STEP_WINDOW >= SYM_TAG_HALF || SYM_DSCP_STEP_WINDOW >= SYM_DSCP_TAG_HALF
+#error "a step window must stay below its tag's serial half range (a new step is 'after')"
+#endif
+#define SYM_SERIAL_NEW(a, b, MASK, WIN)  (((((a) - (b)) - 1) & (MASK)) < (WIN))
+#define SYM_SERIAL_JUMP(a, b, MASK, WIN) ((((a) - (b)) & (MASK)) > (WIN) && (((a) - (b)) & (MASK)) < ((MASK) + 1 - (WIN)))
+#define SYM_NEW(a, b)       SYM_SERIAL_NEW(a, b, SYM_TAG_MASK, SYM_STEP_WINDOW)
+#define SYM_NEW_DSCP(a, b)  SYM_SERIAL_NEW(a, b, SYM_DSCP_TAG_MASK, SYM_DSCP_STEP_WINDOW)
+#define SYM_JUMP(a, b)      SYM_SERIAL_JUMP(a, b, SYM_TAG_MASK, SYM_STEP_WINDOW)
+#define SYM_JUMP_DSCP(a, b) SYM_SERIAL_JUMP(a, b, SYM_DSCP_TAG_MASK, SYM_DSCP_STEP_WINDOW)
+
+#define SYM_MAX_FLOWS  1024        /* flow_step, pkts, sym_marks, flow_queue_marks, step_jumps */
 #define SYM_MAX_JOBS   64          /* frontier */
 #define SYM_STEP_SLOTS 4096        /* step_count = SYM_MAX_JOBS * SYM_W */
 #define SYM_NUM_PORTS  512         /* queue_marks, indexed by the 9-bit egress port */

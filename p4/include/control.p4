@@ -2,12 +2,13 @@
  *
  * Written against small per-target wrappers, one per register or counter
  * operation (v1model/wrappers.p4, t2na/wrappers.p4):
- *   FlowStepUpdate    flow_step[flow]: keep the newer tag, tell whether it is new
+ *   FlowStepUpdate    flow_step[flow]: keep a new step (within the flow's step window),
+ *                     tell whether it is new, and whether it is a jump (beyond the window)
  *   StepCountUpdate   step_count[job*W + step mod W]: count; the n_local-th resets and completes
  *   FrontierUpdate    frontier[job]: advance on completion, return the current value
  * The two serial comparisons take the flow's mode (tcp = 1: 6-bit DSCP tag,
  * 0: 14-bit UDP source-port tag); on T2NA each mode is its own RegisterAction.
- *   PktsCount, SymMarkCount, FlowQueueMarkCount (per flow), QueueMarkCount (per port)
+ *   PktsCount, StepJumpCount, SymMarkCount, FlowQueueMarkCount (per flow), QueueMarkCount (per port)
  *   SymRandom         two 16-bit random numbers
  * Each register is touched once per packet.
  */
@@ -19,6 +20,7 @@ control SymphonyIngress(inout headers_t hdr, inout sym_meta_t meta) {
     StepCountUpdate() step_count_update;
     FrontierUpdate()  frontier_update;
     PktsCount()       pkts_count;
+    StepJumpCount()   step_jumps_count;
 
     action drop() {
         meta.drop = 1;
@@ -70,6 +72,7 @@ control SymphonyIngress(inout headers_t hdr, inout sym_meta_t meta) {
         meta.drop = 0;
         meta.tracked = 0;
         meta.is_new = 0;
+        meta.jump = 0;
         meta.complete = 0;
         meta.outpacing = 0;
         meta.enabled = 0;
@@ -100,7 +103,10 @@ control SymphonyIngress(inout headers_t hdr, inout sym_meta_t meta) {
             }
             if (meta.tracked == 1) {
                 pkts_count.apply(meta.flow_id);
-                flow_step_update.apply(meta.flow_id, meta.step, meta.tcp, meta.is_new);
+                flow_step_update.apply(meta.flow_id, meta.step, meta.tcp, meta.is_new, meta.jump);
+                if (meta.jump == 1) {
+                    step_jumps_count.apply(meta.flow_id);   /* not the flow's: moves nothing */
+                }
                 if (meta.is_new == 1) {
                     /* 2^6 and 2^14 are multiples of W: step mod W is the same
                      * slot for either tag width across wrap-around */
@@ -110,7 +116,7 @@ control SymphonyIngress(inout headers_t hdr, inout sym_meta_t meta) {
                 frontier_update.apply((bit<16>)meta.job_slot, meta.step, meta.tcp, meta.complete, meta.frontier);
                 /* outpacing: step - frontier > threshold in serial arithmetic
                  * on the mode's tag width (a packet behind the frontier has a
-                 * "negative" distance) */
+                 * "negative" distance); a jump is never outpacing */
                 bit<16> ahead = meta.step - meta.frontier;
                 bit<16> half = SYM_TAG_HALF;
                 if (meta.tcp == 1) {
@@ -119,7 +125,7 @@ control SymphonyIngress(inout headers_t hdr, inout sym_meta_t meta) {
                 } else {
                     ahead = ahead & SYM_TAG_MASK;
                 }
-                if (ahead < half && ahead > meta.threshold) {
+                if (ahead < half && ahead > meta.threshold && meta.jump == 0) {
                     meta.outpacing = 1;
                 }
             }

@@ -90,6 +90,7 @@ struct sym_meta_t {
     /* Symphony state of this packet */
     sym_tag_t    step;
     bit<1>       is_new;
+    bit<1>       jump;          /* more than the step window from the flow's newest step */
     bit<1>       complete;
     sym_tag_t    frontier;
     bit<1>       outpacing;

@@ -28,6 +28,7 @@ parser SymPacketParser(packet_in pkt, out ethernet_t ethernet, out ipv4_t ipv4, 
         meta.tcp = 0;
         meta.step = 0;
         meta.is_new = 0;
+        meta.jump = 0;
         meta.complete = 0;
         meta.frontier = 0;
         meta.outpacing = 0;

@@ -6,33 +6,48 @@
 #define _SYM_T2NA_WRAPPERS_P4_
 
 /* tcp: the flow's mode; each tag width has its own RegisterAction (constant
- * masks inside the stateful ALU), and one of them runs per packet */
-control FlowStepUpdate(in bit<16> flow_id, in sym_tag_t step, in bit<1> tcp, out bit<1> is_new) {
+ * masks and windows inside the stateful ALU), and one of them runs per
+ * packet.  The action keeps a new step (constants.p4: SYM_NEW) and returns
+ * the tag held before, from which the control tells a new step and a jump. */
+control FlowStepUpdate(in bit<16> flow_id, in sym_tag_t step, in bit<1> tcp, out bit<1> is_new,
+                       out bit<1> jump) {
     Register<bit<16>, bit<16>>(SYM_MAX_FLOWS, 0) flow_step;
-    /* keep the newer tag; rv says whether this packet's tag was new */
-    RegisterAction<bit<16>, bit<16>, bit<1>>(flow_step) keep_newer_udp = {
-        void apply(inout bit<16> value, out bit<1> rv) {
-            rv = 0;
-            if (SYM_AFTER(step, value)) {
+    RegisterAction<bit<16>, bit<16>, bit<16>>(flow_step) keep_newer_udp = {
+        void apply(inout bit<16> value, out bit<16> rv) {
+            rv = value;
+            if (SYM_NEW(step, value)) {
                 value = step;
-                rv = 1;
             }
         }
     };
-    RegisterAction<bit<16>, bit<16>, bit<1>>(flow_step) keep_newer_tcp = {
-        void apply(inout bit<16> value, out bit<1> rv) {
-            rv = 0;
-            if (SYM_AFTER_DSCP(step, value)) {
+    RegisterAction<bit<16>, bit<16>, bit<16>>(flow_step) keep_newer_tcp = {
+        void apply(inout bit<16> value, out bit<16> rv) {
+            rv = value;
+            if (SYM_NEW_DSCP(step, value)) {
                 value = step;
-                rv = 1;
             }
         }
     };
     apply {
+        bit<16> old;
+        bool newer;
+        bool far;
         if (tcp == 1) {
-            is_new = keep_newer_tcp.execute(flow_id);
+            old = keep_newer_tcp.execute(flow_id);
+            newer = SYM_NEW_DSCP(step, old);
+            far = SYM_JUMP_DSCP(step, old);
         } else {
-            is_new = keep_newer_udp.execute(flow_id);
+            old = keep_newer_udp.execute(flow_id);
+            newer = SYM_NEW(step, old);
+            far = SYM_JUMP(step, old);
+        }
+        is_new = 0;
+        jump = 0;
+        if (newer) {
+            is_new = 1;
+        }
+        if (far) {
+            jump = 1;
         }
     }
 }
@@ -92,6 +107,11 @@ control FrontierUpdate(in bit<16> job, in sym_tag_t step, in bit<1> tcp, in bit<
 control PktsCount(in bit<16> flow_id) {
     Counter<bit<32>, bit<16>>(SYM_MAX_FLOWS, CounterType_t.PACKETS_AND_BYTES) pkts;
     apply { pkts.count(flow_id); }
+}
+
+control StepJumpCount(in bit<16> flow_id) {
+    Counter<bit<32>, bit<16>>(SYM_MAX_FLOWS, CounterType_t.PACKETS_AND_BYTES) step_jumps;
+    apply { step_jumps.count(flow_id); }
 }
 
 control SymMarkCount(in bit<16> flow_id) {

@@ -4,22 +4,31 @@
 #ifndef _SYM_V1MODEL_WRAPPERS_P4_
 #define _SYM_V1MODEL_WRAPPERS_P4_
 
-/* tcp: the flow's mode, which picks the tag width of the serial comparison */
-control FlowStepUpdate(in bit<16> flow_id, in sym_tag_t step, in bit<1> tcp, out bit<1> is_new) {
+/* tcp: the flow's mode, which picks the tag width and window (constants.p4:
+ * SYM_NEW, SYM_JUMP); a new step is kept, a jump only reported */
+control FlowStepUpdate(in bit<16> flow_id, in sym_tag_t step, in bit<1> tcp, out bit<1> is_new,
+                       out bit<1> jump) {
     register<bit<16>, bit<32>>(SYM_MAX_FLOWS) flow_step;
     apply {
         bit<16> old;
         flow_step.read(old, (bit<32>)flow_id);
         bool newer;
+        bool far;
         if (tcp == 1) {
-            newer = SYM_AFTER_DSCP(step, old);
+            newer = SYM_NEW_DSCP(step, old);
+            far = SYM_JUMP_DSCP(step, old);
         } else {
-            newer = SYM_AFTER(step, old);
+            newer = SYM_NEW(step, old);
+            far = SYM_JUMP(step, old);
         }
         is_new = 0;
+        jump = 0;
         if (newer) {
             is_new = 1;
             flow_step.write((bit<32>)flow_id, step);
+        }
+        if (far) {
+            jump = 1;
         }
     }
 }
@@ -62,6 +71,11 @@ control FrontierUpdate(in bit<16> job, in sym_tag_t step, in bit<1> tcp, in bit<
 control PktsCount(in bit<16> flow_id) {
     counter<bit<32>>(SYM_MAX_FLOWS, CounterType.packets_and_bytes) pkts;
     apply { pkts.count((bit<32>)flow_id); }
+}
+
+control StepJumpCount(in bit<16> flow_id) {
+    counter<bit<32>>(SYM_MAX_FLOWS, CounterType.packets_and_bytes) step_jumps;
+    apply { step_jumps.count((bit<32>)flow_id); }
 }
 
 control SymMarkCount(in bit<16> flow_id) {

@@ -219,6 +219,16 @@ class TargetTooSlow(RuntimeError):
     run_vector runs the vector again with a longer hold."""
 
 
+def bmv2_json_stale(json_path: Path = BMV2_JSON, source_dir: Path = REPO_ROOT / "p4") -> bool:
+    """The compiled program is missing or older than a P4 source it is built
+    from (the vectors would otherwise run against yesterday's program)."""
+    try:
+        built = json_path.stat().st_mtime
+    except FileNotFoundError:
+        return True
+    return any(p.stat().st_mtime > built for p in source_dir.rglob("*.p4"))
+
+
 def _free_tcp_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -397,7 +407,7 @@ class Bmv2Target(WireTarget):
         return 1.0 / self.hold_pps
 
     def start(self) -> None:
-        if not BMV2_JSON.exists():
+        if bmv2_json_stale():
             subprocess.run(["make", "p4"], cwd=REPO_ROOT, check=True)
         self.thrift_port = _free_tcp_port()
         # our own nanomsg address: the default (/tmp/bmv2-<device id>-notifications.ipc) is shared

@@ -26,7 +26,8 @@ def test_vectors_cover_the_issue_list():
     for needed in ("new_step_detection", "step_completion_by_n_local", "frontier_advance",
                    "outpacing_at_threshold_and_one_past", "wrap_around", "two_jobs_kept_apart",
                    "non_ect_never_marked", "unknown_flows_forwarded_unmarked", "symphony_disabled_is_baseline",
-                   "malformed_and_short_dropped"):
+                   "malformed_and_short_dropped", "step_window_edges", "garbage_from_a_ranks_address_is_counted",
+                   "garbage_within_the_window_moves_the_flow", "tcp_step_window"):
         assert needed in names
 
 

@@ -273,6 +273,29 @@ def test_installed_plan_routes_marks_and_counts_in_the_twin_pipeline():
     assert switches["l1"].queues[1] == {"depth": 64, "pps": cp.rate_to_pps(10), "ctrl_pps": cp.rate_to_ctrl_pps(10)}
 
 
+def test_garbage_from_a_ranks_address_shows_in_the_dump_as_step_jumps():
+    """Issue 18: tags far from a ring flow's newest step, sent from its own
+    address and port, are counted per flow in switches/<name>.json's
+    step_jumps and move none of the flow's registers."""
+    topo = leafspine(4, 2, 1, rate=10, fabric_rate_mbit=None)
+    job, = place(topo, 2)
+    plans = cp.plan(topo, [job], SymphonyParams())
+    switches = {name: PipelineClient() for name in plans}
+    for name, p in plans.items():
+        cp.install(switches[name], p, EcnParams(), SymphonyParams())
+    a, b = job.hosts
+    _, _, crossed = walk(topo, switches, a, b, tag_port(0), job.data_port)
+    before = {sw: cp.dump_switch(switches[sw], plans[sw])["registers"] for sw in crossed}
+    for step in (9000, 3000, 16000, 100):
+        walk(topo, switches, a, b, tag_port(step), job.data_port, qdepth=3)
+    for sw in crossed:
+        dump = cp.dump_switch(switches[sw], plans[sw])
+        flow = next(f for f in plans[sw].flows if f.src_ip == topo.host(a).ip)
+        assert dump["counters"]["step_jumps"][str(flow.flow_id)] == {"packets": 4, "bytes": 4 * 106}
+        assert dump["registers"] == before[sw]
+        assert sum(c["packets"] for c in dump["counters"]["sym_marks"].values()) == 0
+
+
 def test_refused_entries_fail_the_install():
     t = topo("star", 2)
     plans = cp.plan(t, place(t, 2), SymphonyParams())

@@ -9,8 +9,10 @@ conformance vectors (p4/tests/) and the property tests drive it directly.
 Data path, as p4/include/control.p4:
   ingress: parse -> drop malformed / non-IPv4 / TTL <= 1 -> forward (LPM) ->
            tagged UDP or TCP? symphony_flows on (src, dst, L4 dport) ->
-           the entry's mode matches the protocol? -> pkts, flow_step,
-           step_count (new steps only), frontier -> outpacing, in serial
+           the entry's mode matches the protocol? -> pkts, flow_step
+           (a new step within the flow's step window; a jump beyond it is
+           counted in step_jumps and moves nothing), step_count (new steps
+           only), frontier -> outpacing (never for a jump), in serial
            arithmetic on the mode's tag (14-bit UDP port, 6-bit DSCP)
   egress:  ECT packets only: queue_ecn (by enq_qdepth) OR Symphony
            (enabled, outpacing, q >= K_sym, probability P_sym) -> CE;
@@ -43,6 +45,17 @@ def after(a: int, b: int, tcp: bool | int = False) -> bool:
     return d != 0 and d < N.tag_half(tcp)
 
 
+def step_move(step: int, newest: int, tcp: bool | int = False) -> str:
+    """What a tracked packet's tag is to its flow's newest step (P4's
+    SYM_NEW / SYM_JUMP, and their _DSCP forms when tcp): "new" when 1..window
+    after it, "jump" when more than the window away either way, else "old"."""
+    mask, window = N.tag_mask(tcp), N.step_window(tcp)
+    d = (step - newest) & mask
+    if 0 < d <= window:
+        return "new"
+    return "jump" if window < d < mask + 1 - window else "old"
+
+
 def ipv4_checksum(hdr: bytes | bytearray) -> int:
     """Internet checksum of a 20-byte IPv4 header with its checksum field zero."""
     words = _HDR10.unpack(bytes(hdr[:10]) + b"\0\0" + bytes(hdr[12:20]))
@@ -67,6 +80,7 @@ class Packet:
     tcp: int = 0                     # the flow's mode (track()'s tcp)
     step: int = 0
     is_new: bool = False
+    jump: bool = False               # beyond the flow's step window (step_move)
     complete: bool = False
     frontier: int = 0
     outpacing: bool = False
@@ -238,8 +252,11 @@ class Pipeline:
         cell = self.counters[N.PKTS][flow_id]
         cell[0] += 1
         cell[1] += length
-        old = self._flow_step[flow_id]
-        if after(step, old, tcp):                                # FlowStepUpdate
+        move = step_move(step, self._flow_step[flow_id], tcp)   # FlowStepUpdate
+        if move == "jump":
+            self._count(N.STEP_JUMPS, flow_id, length)
+            pkt.jump = True
+        elif move == "new":
             self._flow_step[flow_id] = step
             pkt.is_new = True
             slot = N.step_slot(job_slot, step)                   # StepCountUpdate
@@ -254,7 +271,7 @@ class Pipeline:
             current = self._frontier[job_slot] = step
         pkt.frontier = current
         ahead = (step - current) & N.tag_mask(tcp)
-        pkt.outpacing = ahead < N.tag_half(tcp) and ahead > threshold
+        pkt.outpacing = ahead < N.tag_half(tcp) and ahead > threshold and not pkt.jump
 
     def egress(self, pkt: Packet, qdepth: int) -> bytes:
         """Egress with the queue depth the packet saw at enqueue (packets),
@@ -299,4 +316,4 @@ class Pipeline:
         return pkt.egress_port, self.egress(pkt, qdepth), pkt
 
 
-__all__ = ["Pipeline", "Packet", "CounterValue", "TwinError", "after", "ipv4_checksum"]
+__all__ = ["Pipeline", "Packet", "CounterValue", "TwinError", "after", "ipv4_checksum", "step_move"]
