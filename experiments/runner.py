@@ -21,6 +21,7 @@ from typing import Any
 from contract.events import now_ns
 from experiments import rundir as R
 from experiments.config import ExperimentSpec
+from experiments.fidelity import RunMonitor
 from experiments.jitter.injector import Injector, netem_support, write_schedule
 from experiments.jitter.schedule import NO_NETEM
 from experiments.plan import RunPlan, run_plan, wall_deadline_s
@@ -155,6 +156,7 @@ class Runner:
             agents_dir = run_dir / "agents"
             agents_dir.mkdir(exist_ok=True)
             injector = Injector(net, plan.schedule, run_dir / "jitter_applied.jsonl", python=self.python)
+            monitor = RunMonitor()      # fidelity (experiments/fidelity.py): from every agent up to all gone
             try:
                 agents = start_agents(net, plan.jobs, job_paths, agents_dir, self.python)
                 t_spawn = time.monotonic()
@@ -169,13 +171,17 @@ class Runner:
                     meta["agents_startup_s"] = round(time.monotonic() - t_spawn, 3)
                     R.write_json(run_dir / "meta.json", meta)
                     injector.start()
+                    monitor.start(net, agents)
 
                 supervise(net, agents, injector, t_spawn, deadline_s, res, on_all_started)
             finally:
+                monitor.stop()
                 for problem in injector.stop(restore=not self.signals.interrupted):
                     self.say(f"jitter cleanup: {problem}")
                 if not self.signals.hurry:
                     self._dump_switches(net, run_dir, meta)
+                    meta["fidelity"] = monitor.assess(run_dir, meta)
+                    res.fidelity = meta["fidelity"]["verdict"]
 
     def _dump_switches(self, net, run_dir: Path, meta: dict) -> None:
         try:

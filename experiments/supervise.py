@@ -34,6 +34,7 @@ class RunResult:
     status: str = "running"           # ok | failed | interrupted
     reason: str = ""
     wrong: bool = False               # an AllReduce result was wrong
+    fidelity: str | None = None       # ok | degraded (experiments/fidelity.py); None: not assessed
     agent_codes: dict[str, int | None] = field(default_factory=dict)
 
 

@@ -10,11 +10,27 @@ Two rate units:
   len(frame) * 8 / bps seconds, so a 70-byte ACK costs 1/20 of a 1400-byte
   data packet.  The soft target's control plane uses this one.
 Frame lengths are the bytes the switch reads (Ethernet header on, no FCS,
-preamble or gap), as tc htb counts them on the hosts' side."""
+preamble or gap), as tc htb counts them on the hosts' side.
+
+Fidelity accounting (rate-limited queues; read with ``figures()``):
+- rate while backlogged: the service time of every frame let go (its
+  length at the rate in force) against the time the port was engaged: that
+  service time plus the schedule a late wake-up lost.  A wake-up may come up
+  to MAX_CATCH_UP_S (or 4 full-frame times) late and the queue catches up
+  (frames leave back to back until they are on schedule again); later than
+  that, the schedule moves to now minus that allowance and the difference
+  is lost: the port had work and sent nothing.  The ratio is 1 when the
+  switch serves its queues on time, below 1 when it was too late to catch up;
+- lateness: for every frame that waited for the port (not the head of an
+  idle port, which leaves as it arrives), how long after its scheduled
+  departure it left (contract.lateness).  A queue's wake-ups are rounded up
+  to the millisecond (switch.py), so up to about 1 ms is by design."""
 
 from __future__ import annotations
 
 from collections import deque
+
+from contract.lateness import Lateness
 
 DEFAULT_DEPTH = 64
 MAX_CATCH_UP_S = 0.002
@@ -33,6 +49,11 @@ class EgressQueue:
             self.set_rate(pps)        # also sets next_time: when the head may leave
         self.enqueued = 0
         self.dropped = 0
+        self.late = Lateness()
+        self._fresh = False           # the head arrived at an idle port: it leaves on arrival
+        self.service_s = 0.0          # service time of every frame let go (at its rate)
+        self.lost_s = 0.0             # schedule lost to wake-ups too late to catch up
+        self.bytes_out = 0
 
     def set_depth(self, depth: int) -> None:
         depth = int(depth)
@@ -80,6 +101,7 @@ class EgressQueue:
         as enq_qdepth)."""
         if not self.q and self.next_time < now:
             self.next_time = now          # idle queue: the head may leave at once
+            self._fresh = True
         self.q.append(frame)
         self.enqueued += 1
 
@@ -100,12 +122,34 @@ class EgressQueue:
             return out
         # a late wake-up may catch up a little (the loop cannot wake every
         # gap at high rates), but never with an unbounded burst
-        self.next_time = max(self.next_time, now - max(4 * self.gap, MAX_CATCH_UP_S))
+        late, fresh = self.late, self._fresh
+        schedule = self.next_time
+        floor = now - max(4 * self.gap, MAX_CATCH_UP_S)
+        if schedule < floor:
+            self.lost_s += floor - schedule
+            self.next_time = floor
         while self.q and self.next_time <= now and len(out) < limit:
             frame = self.q.popleft()
             out.append(frame)
-            self.next_time += self.service_time(frame)
+            if fresh:
+                fresh = self._fresh = False
+            else:
+                late.add(now - schedule)
+            s = self.service_time(frame)
+            self.next_time += s
+            schedule = self.next_time
+            self.service_s += s
+            self.bytes_out += len(frame)
         return out
+
+    def figures(self) -> dict:
+        """The port's fidelity figures so far (module docstring): seconds
+        engaged (service + lost), service seconds and bytes of what left,
+        their ratio, the lateness record."""
+        busy = self.service_s + self.lost_s
+        return {"busy_s": round(busy, 6), "service_s": round(self.service_s, 6), "lost_s": round(self.lost_s, 6),
+                "bytes": self.bytes_out, "rate_ratio": round(self.service_s / busy, 4) if busy > 0 else None,
+                "lateness": self.late.as_dict()}
 
     def deadline(self) -> float | None:
         """When pop_due next has something, None when empty."""

@@ -216,11 +216,14 @@ class TwinSwitch:
         return [self.queues[p] for p in self._ports_for(egress_port)]
 
     def port_stats(self) -> dict:
+        """Per port: counters, queue settings, delay lines and, for a queue
+        with a rate, its fidelity figures (queues.EgressQueue.figures)."""
         return {
             "name": self.name,
             "ports": {str(p): dict(s, ifname=self.ports[p], queue=len(self.queues[p]),
                                    depth=self.queues[p].depth, pps=self.queues[p].pps,
                                    bps=self.queues[p].bps,
+                                   **({} if self.queues[p].unlimited else {"fidelity": self.queues[p].figures()}),
                                    **{f"netem_{d}": self.lines[d][p].describe()
                                       for d in DIRECTIONS if p in self.lines[d]})
                       for p, s in self.stats.items()},
