@@ -41,9 +41,10 @@ import time
 from contract.tags import ECN_CE
 from tests.harness import REPO
 from topologies.network.intf import host_sysctls, ipv6_off, offloads_off
-from topologies.network.names import PREFIX, check_ifname, new_lab_id
+from topologies.network.names import PREFIX, check_ifname
 from topologies.network.shell import remove_by_prefix
 from topologies.network.shell import sh as _sh
+from topologies.network.state import StateFile
 from topologies.switch.twin.switch import ETH_P_ALL, PACKET_OUTGOING
 
 
@@ -313,7 +314,10 @@ class MarkerLab:
                  bin_ms: float = 10.0):
         if not 1 <= n_hosts <= 50:
             raise ValueError(f"n_hosts must be in 1..50, got {n_hosts}")
-        self.id = new_lab_id()
+        # registered before any name exists: `make clean-net` leaves a live
+        # harness alone and removes a dead one's namespaces and forwarder
+        self.state = StateFile.claim("CE-marker lab")
+        self.id = self.state.id
         self.mid = f"{PREFIX}-{self.id}-m"
         self.netns: list[str] = []
         self.ips: list[str] = []
@@ -329,11 +333,11 @@ class MarkerLab:
             ports = []
             for i in range(n_hosts):
                 ports.append(self._add_host(i, f"10.78.{third}.{i + 1}", rate_mbit))
-            self.marker_proc = subprocess.Popen(
+            self.marker_proc = self.state.spawn(
                 ["ip", "netns", "exec", self.mid, sys.executable, "-m", "tests.harness.cemarker",
                  *[a for p in ports for a in ("--iface", p)], "--control", self.control,
                  "--seed", str(seed), "--bin-ms", str(bin_ms), "--log", self.log],
-                start_new_session=True, cwd=REPO)
+                "CE marker", cwd=REPO)
             deadline = time.monotonic() + 10
             while not os.path.exists(self.control):
                 if self.marker_proc.poll() is not None or time.monotonic() > deadline:
@@ -384,8 +388,7 @@ class MarkerLab:
         return sh("ip", "netns", "exec", self.netns[i], *args, check=check)
 
     def popen(self, i: int, args: list[str], **kw) -> subprocess.Popen:
-        proc = subprocess.Popen(["ip", "netns", "exec", self.netns[i], *args],
-                                start_new_session=True, **kw)
+        proc = self.state.spawn(["ip", "netns", "exec", self.netns[i], *args], f"marker lab host h{i}", **kw)
         self.procs.append(proc)
         return proc
 
@@ -414,6 +417,7 @@ class MarkerLab:
             os.rmdir(self.tmp)
         except OSError:
             pass
+        self.state.remove()
 
     def __enter__(self) -> MarkerLab:
         return self

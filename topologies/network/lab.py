@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from topologies.network.intf import host_sysctls, offloads_off, switch_port_commands
 from topologies.network.links import htb
-from topologies.network.names import PREFIX, check_ifname, new_lab_id
+from topologies.network.names import PREFIX, check_ifname
 from topologies.network.shell import remove_by_prefix, sh
 from topologies.network.state import StateFile
 
@@ -37,14 +37,14 @@ class Lab:
         sockets see wire-size frames."""
         if not 1 <= n_hosts <= 200:
             raise ValueError(f"n_hosts must be in 1..200, got {n_hosts}")
-        self.id = new_lab_id()
+        # a state file like a network's, before any name: `make clean-net`
+        # leaves a live lab alone and, after a crash, removes it by pid and name
+        self.state = StateFile.claim("namespace lab")
+        self.id = self.state.id
         self.bridge = check_ifname(f"{PREFIX}{self.id}br") if bridge else None
         self.rate_mbit = rate_mbit
         self.hosts: list[LabHost] = []
         third = int(self.id, 16) % 250 + 1
-        # a state file like a network's: `make clean-net` leaves a live lab
-        # alone and, after a crash, removes it by pid and by its names
-        self.state = StateFile(self.id, f"{PREFIX}{self.id}")
         try:
             if self.bridge:
                 sh("ip", "link", "add", self.bridge, "type", "bridge")
@@ -91,10 +91,8 @@ class Lab:
     def popen(self, i: int, args: list[str], **kw) -> subprocess.Popen:
         """Start a process inside host i's namespace, in its own process group
         so close() can stop it and its children."""
-        proc = subprocess.Popen(["ip", "netns", "exec", self.hosts[i].netns, *args],
-                                start_new_session=True, **kw)
+        proc = self.state.spawn(["ip", "netns", "exec", self.hosts[i].netns, *args], f"lab host h{i}", **kw)
         self.hosts[i].procs.append(proc)
-        self.state.add_pid(proc.pid, f"lab host h{i}")
         return proc
 
     def close(self) -> None:

@@ -24,9 +24,10 @@ from pathlib import Path
 from mininet.link import Link
 from mininet.node import Host, Switch
 
+from topologies.network.health import BMV2_PING, TWIN_PING, ControlProbe
 from topologies.network.intf import host_sysctls, ipv6_off, offloads_off, switch_port_commands
 from topologies.network.names import PREFIX, switch_ifname
-from topologies.network.state import sock_path_problem
+from topologies.network.state import StateFile, sock_path_problem
 from topologies.switch.bmv2 import PRIORITY_QUEUES, Bmv2Client
 from topologies.switch.targets import REPO_ROOT
 from topologies.switch.twin.client import TwinClient
@@ -49,6 +50,35 @@ def tune_root_intf(name: str) -> list[str]:
         if r.returncode:
             problems.append(f"{' '.join(args[:2])} {name}: {r.stderr.strip()}")
     return problems
+
+
+def spawn_switch(name: str, args: list[str], log_path: Path, state: StateFile | None,
+                 **popen_kw) -> subprocess.Popen:
+    """Start a switch's process: its own session, stdout/stderr appended to
+    log_path; through the network's state file when there is one, so its
+    pid is recorded the moment the process exists, before anyone waits for
+    it (a runner killed during the wait leaves nothing `make clean-net`
+    cannot find)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    kw = dict(stdin=subprocess.DEVNULL, start_new_session=True, **popen_kw)
+    with open(log_path, "ab") as log:
+        kw.update(stdout=log, stderr=log)
+        if state is not None:
+            return state.spawn(args, f"switch {name}", **kw)
+        return subprocess.Popen(args, **kw)
+
+
+def wait_switch_ready(what: str, proc: subprocess.Popen, ready, waiting_for: str, timeout: float,
+                      log_path: Path) -> None:
+    """Wait until ready() says the switch serves; RuntimeError (one line)
+    when its process exits first or timeout passes."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with code {proc.returncode} at start (see {log_path})")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not open {waiting_for} within {timeout:.0f} s (see {log_path})")
+        time.sleep(0.05)
 
 
 def free_tcp_port(preferred: int) -> int:
@@ -91,9 +121,10 @@ class SymSwitch(Switch):
     """Base: root namespace, prefixed interface names, a process to watch."""
 
     def __init__(self, name, net_id: str, run_dir: str, queue_depth: int = 64,
-                 ctl_dir: str | None = None, **params):
+                 ctl_dir: str | None = None, state: StateFile | None = None, **params):
         params["inNamespace"] = False
         self.net_id = net_id
+        self.state = state              # the network's: the process is recorded as it starts
         self.run_dir = Path(run_dir)
         # control sockets: the network's short directory (topologies.network.state),
         # not the run directory, whose path may exceed a socket path's 107 bytes
@@ -135,8 +166,9 @@ class SoftSwitch(SymSwitch):
 
     target = "soft"
 
-    def __init__(self, name, seed: int = 0, **params):
+    def __init__(self, name, seed: int = 0, sw_bin: str | None = None, **params):
         self.seed = seed            # the twin's --seed: ECN marking draws, delay lines
+        self.sw_bin = sw_bin or sys.executable      # the Python that runs the twin (P4Switch's sw_bin)
         super().__init__(name, **params)
 
     @property
@@ -148,27 +180,21 @@ class SoftSwitch(SymSwitch):
         if problem:
             raise RuntimeError(f"twin of {self.name}: cannot use control socket {self.control_path}: {problem}")
         Path(self.control_path).parent.mkdir(parents=True, exist_ok=True)
-        log_dir = self.run_dir / "logs"
-        log_dir.mkdir(parents=True, exist_ok=True)
-        args = [sys.executable, "-m", "topologies.switch.twin", "--name", self.name,
+        args = [self.sw_bin, "-m", "topologies.switch.twin", "--name", self.name,
                 "--control", self.control_path, "--queue-depth", str(self.queue_depth), "--seed", str(self.seed)]
         for port, ifname in self.data_ports().items():
             args += ["--port", f"{port}={ifname}"]
-        with open(log_dir / f"{self.name}.log", "ab") as log:
-            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                         start_new_session=True, cwd=str(REPO_ROOT))
-        deadline = time.monotonic() + TWIN_START_TIMEOUT_S
-        while not os.path.exists(self.control_path):
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"twin of {self.name} exited with code {self.proc.returncode} "
-                                   f"at start (see {log_dir / (self.name + '.log')})")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"twin of {self.name} did not open {self.control_path} "
-                                   f"within {TWIN_START_TIMEOUT_S:.0f} s")
-            time.sleep(0.05)
+        log_path = self.run_dir / "logs" / f"{self.name}.log"
+        self.proc = spawn_switch(self.name, args, log_path, self.state, cwd=str(REPO_ROOT))
+        wait_switch_ready(f"twin of {self.name}", self.proc, lambda: os.path.exists(self.control_path),
+                          self.control_path, TWIN_START_TIMEOUT_S, log_path)
 
     def client(self):
         return TwinClient.wait(self.control_path, timeout=TWIN_START_TIMEOUT_S, proc=self.proc)
+
+    def probe(self) -> ControlProbe:
+        """Pings on the twin's control socket (topologies.network.health)."""
+        return ControlProbe(socket.AF_UNIX, self.control_path, TWIN_PING)
 
 
 def bmv2_switch_class():
@@ -196,9 +222,11 @@ def bmv2_switch_class():
         target = "bmv2"
 
         def __init__(self, name, net_id: str, run_dir: str, queue_depth: int = 64, ctl_dir: str | None = None,
-                     thrift_port: int = 9090, json_path: str | None = None, log_level: str = "warn", **params):
+                     thrift_port: int = 9090, json_path: str | None = None, log_level: str = "warn",
+                     state: StateFile | None = None, **params):
             params["inNamespace"] = False
             self.net_id = net_id
+            self.state = state
             self.run_dir = Path(run_dir)
             self.queue_depth = queue_depth
             self.log_level = log_level
@@ -233,20 +261,10 @@ def bmv2_switch_class():
             target_args = self.add_target_arguments()
             if target_args:
                 args += ["--", *target_args]
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.log_path, "ab") as log:
-                self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                             start_new_session=True)
+            self.proc = spawn_switch(self.name, args, self.log_path, self.state)
             self.switch_pid = self.proc.pid
-            deadline = time.monotonic() + BMV2_START_TIMEOUT_S
-            while not self.thrift_listening():
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"simple_switch of {self.name} exited with code {self.proc.returncode} "
-                                       f"at start (see {self.log_path})")
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"simple_switch of {self.name} did not open Thrift port "
-                                       f"{self.thrift_port} within {BMV2_START_TIMEOUT_S:.0f} s (see {self.log_path})")
-                time.sleep(0.05)
+            wait_switch_ready(f"simple_switch of {self.name}", self.proc, self.thrift_listening,
+                              f"Thrift port {self.thrift_port}", BMV2_START_TIMEOUT_S, self.log_path)
 
         def returncode(self) -> int | None:
             return self.proc.poll() if self.proc else None
@@ -270,5 +288,9 @@ def bmv2_switch_class():
         def client(self) -> Bmv2Client:
             return Bmv2Client.connect(self.thrift_port, self.name, json_path=self.json_path,
                                       timeout=BMV2_START_TIMEOUT_S, proc=self.proc)
+
+        def probe(self) -> ControlProbe:
+            """Pings on simple_switch's Thrift port (topologies.network.health)."""
+            return ControlProbe(socket.AF_INET, ("127.0.0.1", self.thrift_port), BMV2_PING)
 
     return Bmv2Switch

@@ -26,11 +26,12 @@ def list_links() -> list[str]:
     return [line.split(":", 2)[1].strip().split("@")[0] for line in out.splitlines()]
 
 
-def remove_netns(prefix: str, keep: Sequence[str] = ()) -> list[str]:
+def remove_netns(prefix: str, keep: Sequence[str] = (), among: Sequence[str] | None = None) -> list[str]:
     """Kill what runs in, then delete, every namespace named with this
-    prefix (but none with a prefix in keep).  Returns the names removed."""
+    prefix (but none with a prefix in keep; only those in `among` when
+    given).  Returns the names removed."""
     removed = []
-    for ns in list_netns():
+    for ns in _among(list_netns(), among):
         if ns.startswith(prefix) and not _kept(ns, keep):
             for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
                 try:
@@ -42,20 +43,30 @@ def remove_netns(prefix: str, keep: Sequence[str] = ()) -> list[str]:
     return removed
 
 
-def remove_links(prefix: str, keep: Sequence[str] = ()) -> list[str]:
+def remove_links(prefix: str, keep: Sequence[str] = (), among: Sequence[str] | None = None) -> list[str]:
     """Delete every root-namespace interface named with this prefix (but
-    none with a prefix in keep).  Returns the names removed."""
+    none with a prefix in keep; only those in `among` when given).  Returns
+    the names removed."""
     removed = []
-    for link in list_links():
+    for link in _among(list_links(), among):
         if link.startswith(prefix) and not _kept(link, keep):
             sh("ip", "link", "del", link, check=False)
             removed.append(link)
     return removed
 
 
-def remove_by_prefix(netns_prefix: str, link_prefix: str, keep: Sequence[str] = ()) -> list[str]:
-    """Namespaces, then interfaces, with these prefixes."""
-    return remove_netns(netns_prefix, keep) + remove_links(link_prefix, keep)
+def remove_by_prefix(netns_prefix: str, link_prefix: str, keep: Sequence[str] = (),
+                     among: Sequence[str] | None = None) -> list[str]:
+    """Namespaces, then interfaces, with these prefixes (only names in
+    `among` when given)."""
+    return remove_netns(netns_prefix, keep, among) + remove_links(link_prefix, keep, among)
+
+
+def _among(names: list[str], among: Sequence[str] | None) -> list[str]:
+    if among is None:
+        return names
+    allowed = set(among)
+    return [n for n in names if n in allowed]
 
 
 def _kept(name: str, keep: Sequence[str]) -> bool:

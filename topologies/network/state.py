@@ -1,9 +1,17 @@
-"""Per-network state files under /run/symphony/<id>.json: every pid a network
-starts (with its start time, so a reused pid is never killed), its hosts'
-namespaces and its interface prefix, so `make clean-net` can remove what a
-crashed run left by pid and by name, never by process name; and the
-network's short directory for control sockets, /run/symphony/<id>/ (why:
+"""State files under /run/symphony/<id>.json, one per lab: a network, a
+namespace lab, the conformance rig, the CE-marker harness, the netem probe.
+Each records its owner (pid and start time), every pid it starts (with its
+start time, so a reused pid is never killed), its hosts' namespaces and its
+name prefixes, so `make clean-net` leaves a live lab alone and removes what
+a crashed one left, by pid and by name, never by process name; and the
+lab's short directory for control sockets, /run/symphony/<id>/ (why:
 docs/topologies.md, "Teardown").
+
+A lab claims its state file (``StateFile.claim``: an id no one uses,
+created exclusively) before it creates any name, and starts its processes
+through ``spawn``, which records the pid as soon as the process exists and
+marks its environment with the lab's id (``STATE_ENV``): clean-net finds a
+process of a dead lab even when its owner died before writing its pid.
 """
 
 from __future__ import annotations
@@ -11,7 +19,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from topologies.network.names import PREFIX, new_lab_id
@@ -19,6 +29,7 @@ from topologies.network.shell import list_links, list_netns, remove_links, remov
 
 STATE_DIR = Path(os.environ.get("SYMPHONY_STATE_DIR", "/run/symphony"))
 SUN_PATH_MAX = 107        # bytes of a Unix socket path (sockaddr_un.sun_path less the NUL)
+STATE_ENV = "SYMPHONY_STATE"   # in the environment of every process a lab spawns: the lab's id
 
 
 def sock_path_problem(path: str | os.PathLike) -> str | None:
@@ -37,6 +48,12 @@ def _stat_fields(pid: int) -> list[str] | None:
     except OSError:
         return None
     return stat[stat.rindex(")") + 2:].split()
+
+
+def process_state(pid: int) -> str | None:
+    """A process's state letter (R, S, D, T stopped, t traced, Z, ...), None if gone."""
+    fields = _stat_fields(pid)
+    return None if fields is None else fields[0]
 
 
 def start_time(pid: int) -> int | None:
@@ -61,16 +78,41 @@ def alive(pid: int, started: int | None) -> bool:
 
 
 class StateFile:
-    """The state of one network; rewritten atomically on every change."""
+    """The state of one lab; created exclusively (FileExistsError when the id
+    is taken), rewritten atomically on every change."""
 
-    def __init__(self, net_id: str, prefix: str, state_dir: Path | None = None):
+    def __init__(self, net_id: str, prefix: str, state_dir: Path | None = None, what: str = "network"):
         self.dir = Path(state_dir or STATE_DIR)
         self.path = self.dir / f"{net_id}.json"
-        self.data = {"id": net_id, "prefix": prefix, "owner": os.getpid(),
+        self.data = {"id": net_id, "what": what, "prefix": prefix, "owner": os.getpid(),
                      "owner_start": start_time(os.getpid()), "created": time.time(),
                      "pids": [], "netns": []}
         self.dir.mkdir(parents=True, exist_ok=True)
-        self._write()
+        # whole content first, then the name, atomically and only if free: a
+        # reader never sees a half-written file, two labs never share an id
+        tmp = self.dir / f".{net_id}.{os.getpid()}.new"
+        tmp.write_text(json.dumps(self.data, indent=1))
+        try:
+            os.link(tmp, self.path)
+        finally:
+            tmp.unlink()
+
+    @classmethod
+    def claim(cls, what: str, state_dir: Path | None = None) -> StateFile:
+        """A state file under an id no other lab, network or leftover name
+        uses (names are ``sym<id>...`` and ``sym-<id>-...``), before the
+        caller creates any of them."""
+        for _ in range(100):
+            try:
+                net_id = unused_id(state_dir)
+                return cls(net_id, f"{PREFIX}{net_id}", state_dir, what)
+            except FileExistsError:
+                continue
+        raise RuntimeError("no unused lab id")
+
+    @property
+    def id(self) -> str:
+        return self.data["id"]
 
     @property
     def sock_dir(self) -> Path:
@@ -88,6 +130,17 @@ class StateFile:
     def add_pid(self, pid: int, what: str) -> None:
         self.data["pids"].append({"pid": pid, "start": start_time(pid), "what": what})
         self._write()
+
+    def spawn(self, args: Sequence[str], what: str, **popen_kw) -> subprocess.Popen:
+        """Start a process of this lab in its own session (so teardown and
+        clean-net can kill its group), its environment marked with the
+        lab's id, and record its pid before anyone waits for it."""
+        env = dict(popen_kw.pop("env", None) or os.environ)
+        env[STATE_ENV] = self.id
+        popen_kw.setdefault("start_new_session", True)
+        proc = subprocess.Popen(list(args), env=env, **popen_kw)
+        self.add_pid(proc.pid, what)
+        return proc
 
     def add_netns(self, pid: int, what: str) -> None:
         ino = netns_inode(pid)
@@ -133,9 +186,16 @@ def remove_sock_dir(state_path: Path, data: dict) -> str | None:
 def remove_orphan_sock_dirs(state_dir: Path | None = None) -> list[str]:
     """Socket directories whose network has no state file: a network writes
     its state file before its socket directory and removes it after, so such
-    a directory is left from a crash.  Returns the ones removed."""
+    a directory is left from a crash.  Also a state file's first copy
+    (.<id>.<pid>.new) whose writer died before it took its name.  Returns
+    the ones removed."""
     d = Path(state_dir or STATE_DIR)
     out = []
+    for tmp in sorted(d.glob(".*.*.new")) if d.is_dir() else []:
+        pid = tmp.name.split(".")[2]
+        if pid.isdigit() and not alive(int(pid), None):
+            tmp.unlink(missing_ok=True)
+            out.append(str(tmp))
     for sub in sorted(d.iterdir()) if d.is_dir() else []:
         state = d / f"{sub.name}.json"
         if sub.is_dir() and not state.exists():
@@ -193,6 +253,22 @@ def kill_netns_processes(inodes: set[int]) -> int:
     return n
 
 
+def marked_pids(lab_id: str) -> list[int]:
+    """Processes whose environment carries this lab's id (STATE_ENV): what
+    its ``spawn`` started, recorded or not."""
+    marker = f"{STATE_ENV}={lab_id}".encode()
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                env = Path(f"/proc/{entry}/environ").read_bytes()
+            except OSError:
+                continue
+            if marker in env.split(b"\0"):
+                out.append(int(entry))
+    return out
+
+
 def read_states(state_dir: Path | None = None) -> list[tuple[Path, dict]]:
     d = Path(state_dir or STATE_DIR)
     out = []
@@ -211,16 +287,21 @@ def owner_alive(data: dict) -> bool:
 
 
 def clean_state(path: Path, data: dict) -> list[str]:
-    """Remove what one state file records: pids, processes in its host
-    namespaces, its prefixed interfaces; then the file.  Returns what it did."""
+    """Remove what one state file records: pids, processes marked with its
+    id, processes in its host namespaces, its prefixed interfaces; then the
+    file.  Returns what it did."""
     done = []
     for entry in data.get("pids", []):
         if kill_pid(entry["pid"], entry.get("start")):
             done.append(f"pid {entry['pid']} ({entry.get('what', '?')})")
+    net_id = data.get("id")
+    # started by the lab's spawn, its pid maybe never written (the owner died first)
+    for pid in marked_pids(net_id) if net_id else []:
+        if kill_pid(pid, None):
+            done.append(f"pid {pid} (marked {STATE_ENV}={net_id})")
     # the hosts' namespaces by name (sym-<id>-<host>): a name pins the
     # namespace, so it is ours for sure (a bare inode number could have been
     # reused by another namespace since the crash)
-    net_id = data.get("id")
     if net_id:
         done += [f"netns {ns}" for ns in remove_netns(f"{PREFIX}-{net_id}-")]
     prefix = data.get("prefix")
@@ -233,14 +314,16 @@ def clean_state(path: Path, data: dict) -> list[str]:
     return done
 
 
-def unused_id() -> str:
-    """A network id no live lab, network or state file uses (names are
-    removed by prefix at teardown, so two users of one id would collide)."""
+def unused_id(state_dir: Path | None = None) -> str:
+    """A lab id no live lab, network or state file uses (names are removed
+    by prefix at teardown, so two users of one id would collide).  Only
+    StateFile's exclusive creation reserves it."""
+    d = Path(state_dir or STATE_DIR)
     taken = list_links() + list_netns()
     for _ in range(100):
         cand = new_lab_id()
         if not any(n.startswith((f"{PREFIX}{cand}", f"{PREFIX}-{cand}-")) for n in taken) \
-                and not (STATE_DIR / f"{cand}.json").exists() and not (STATE_DIR / cand).exists():
+                and not (d / f"{cand}.json").exists() and not (d / cand).exists():
             return cand
     raise RuntimeError("no unused network id")
 

@@ -30,7 +30,9 @@ from pathlib import Path
 from mininet.log import setLogLevel
 from mininet.net import Mininet
 
+from topologies.network.health import UNRESPONSIVE_S, stopped
 from topologies.network.links import (
+    DEFAULT_MTU,
     VIA_FALLBACK,
     VIA_NETEM,
     VIA_TWIN,
@@ -40,8 +42,10 @@ from topologies.network.links import (
     htb_rate,
     htb_root,
     link_infos,
+    mtu_for,
     netem,
     netem_available,
+    set_mtu,
 )
 from topologies.network.names import PREFIX, switch_ifname
 from topologies.network.nodes import SoftSwitch, SymHost, SymLink, bmv2_switch_class, free_tcp_port, tune_root_intf
@@ -69,7 +73,7 @@ class TestbedNetwork:
     def __init__(self, topo: TopoSpec, jobs: Sequence[PlacedJob] = (), *, target: str = "auto",
                  run_dir: Path | str | None = None, ecn: EcnParams = DEFAULT_ECN,
                  symphony: SymphonyParams = DEFAULT_SYMPHONY, json_path: str | None = None,
-                 thrift_base: int = 9090, seed: int = 0):
+                 thrift_base: int = 9090, seed: int = 0, frame_bytes: int | None = None, switch_bin: str | None = None):
         self.topo = topo
         self.jobs = list(jobs)
         self.requested_target = target
@@ -81,6 +85,12 @@ class TestbedNetwork:
         self.json_path = Path(json_path) if json_path else BMV2_JSON
         self.thrift_base = thrift_base
         self.seed = seed            # the twins' draws: ECN marking, delay lines
+        # the jobs' largest data frame: every link's MTU fits it (links.mtu_for),
+        # bmv2's packets/s queue rates count frames of this size
+        self.frame_bytes = frame_bytes
+        self.mtu = mtu_for(frame_bytes)
+        # the switch program: simple_switch's path (bmv2), the Python that runs the twin (soft)
+        self.switch_bin = switch_bin
         self.via: str | None = None     # how delays and netem jitter are applied (links.delay_via)
         self.warnings: list[str] = []
         self.net: Mininet | None = None
@@ -89,6 +99,7 @@ class TestbedNetwork:
         self.clients: dict = {}
         self.procs: list[subprocess.Popen] = []
         self.netns_inodes: set[int] = set()
+        self._probes: dict = {}         # switch -> health.ControlProbe (hung_switches)
         self._stopped = False
         self._old_sigterm = None
         # known before start(): Mininet names a host end <host>-eth<port>, a
@@ -117,7 +128,7 @@ class TestbedNetwork:
             raise NetworkError("the network needs root (Mininet, namespaces): run with sudo")
         self.target = resolve_target(self.requested_target)
         self.via = delay_via(self.target, netem_available())
-        self.plans = cp.plan(self.topo, self.jobs, self.symphony)
+        self.plans = cp.plan(self.topo, self.jobs, self.symphony, self._packet_bytes)
         self._install_sigterm()
         try:
             self._start()
@@ -140,7 +151,7 @@ class TestbedNetwork:
     def _start(self) -> None:
         setLogLevel(os.environ.get("SYMPHONY_MININET_LOG", "error"))
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.state = StateFile(self.id, f"{PREFIX}{self.id}")
+        self._claim_state()
         switch_cls = SoftSwitch if self.target == "soft" else bmv2_switch_class()
         self.net = Mininet(topo=None, switch=switch_cls, host=SymHost, link=SymLink, controller=None,
                            build=False, autoSetMacs=False, waitConnected=False)
@@ -167,10 +178,7 @@ class TestbedNetwork:
         self.net.build()
         self._configure_links()
         for sw in self.net.switches:
-            sw.start([])
-            pid = sw.switch_pid
-            if pid:
-                self.state.add_pid(pid, f"switch {sw.name}")
+            sw.start([])            # its pid goes into the state file as the process starts
         self._static_arp()
         self._control_plane()
         if self.via == VIA_TWIN:
@@ -179,9 +187,24 @@ class TestbedNetwork:
                     self._twin_netem(name, NetemParams(info.delay_ms))
         self._check_links()
 
+    def _claim_state(self) -> None:
+        """The network's state file, before any name exists.  Its id was
+        picked unused in __init__; if another lab claimed it since, the
+        network takes another (nothing is built yet)."""
+        for _ in range(100):
+            try:
+                self.state = StateFile(self.id, f"{PREFIX}{self.id}")
+                return
+            except FileExistsError:
+                self.id = unused_id()
+                self.links = link_infos(self.topo, self._ifname)
+        raise NetworkError("no unused network id")
+
     def _switch_params(self, s) -> dict:
         params = {"net_id": self.id, "run_dir": str(self.run_dir), "queue_depth": self.topo.queue_depth,
-                  "ctl_dir": str(self.state.make_sock_dir())}
+                  "ctl_dir": str(self.state.make_sock_dir()), "state": self.state}
+        if self.switch_bin:
+            params["sw_bin"] = self.switch_bin
         if self.target == "soft":
             params.update(seed=self.seed)
         else:
@@ -202,6 +225,11 @@ class TestbedNetwork:
                                  "target has no delay line: links run without the delay")
         for name, info in self.links.items():
             for node, intf in self._ends(name):
+                if self.mtu:
+                    code, out, err = self._run(node, "ip", *set_mtu(intf, self.mtu))
+                    if code:
+                        raise NetworkError(f"link {name}: MTU {self.mtu} on {node or 'root'}:{intf}: "
+                                           f"{(err or out).strip()}")
                 if node is None:
                     self.warnings.extend(tune_root_intf(intf))
                 elif info.rate_mbit:
@@ -311,7 +339,7 @@ class TestbedNetwork:
             if self.topo.is_switch(node):
                 client = self.clients.get(node)
                 if client is not None:
-                    cp.set_port_rate(client, port, rate_mbit, cp.rate_unit(self.target))
+                    cp.set_port_rate(client, port, rate_mbit, cp.rate_unit(self.target), self._packet_bytes)
             else:
                 if not info.rate_mbit:      # an unshaped host end gets its htb now
                     self._tc(node, *htb_root(intf))
@@ -357,11 +385,36 @@ class TestbedNetwork:
             cp.install(client, self.plans[sw.name], self.ecn, self.symphony, cp.rate_unit(self.target))
 
     def dead_switches(self) -> list[tuple[str, int]]:
+        """(name, exit code) of every switch whose process has exited."""
         out = []
         for sw in (self.net.switches if self.net else []):
             rc = sw.returncode()
             if rc is not None:
                 out.append((sw.name, rc))
+        return out
+
+    def hung_switches(self, unresponsive_s: float = UNRESPONSIVE_S) -> list[tuple[str, str]]:
+        """(name, why) of every switch that still runs but does not serve:
+        stopped (SIGSTOP or a tracer: /proc state T or t, reported at once),
+        or a ping on its control socket unanswered for unresponsive_s
+        seconds.  A dead switch is dead_switches()'s, not this.  Cheap
+        enough to call every 0.1-0.5 s: a /proc read and a non-blocking
+        look at one ping per switch (topologies.network.health)."""
+        out = []
+        for sw in (self.net.switches if self.net else []):
+            if sw.returncode() is not None:
+                continue
+            state = stopped(sw.switch_pid)
+            if state:
+                out.append((sw.name, f"stopped (process {sw.switch_pid} in state {state}: "
+                                     "SIGSTOP or a debugger)"))
+                continue
+            probe = self._probes.get(sw.name)
+            if probe is None:
+                probe = self._probes[sw.name] = sw.probe()
+            waited = probe.waiting_s()
+            if waited >= unresponsive_s:
+                out.append((sw.name, f"did not answer on its control socket for {waited:.1f} s"))
         return out
 
     def dump_switches(self, out_dir: Path | str) -> dict[str, Path]:
@@ -377,11 +430,16 @@ class TestbedNetwork:
             written[name] = path
         return written
 
+    @property
+    def _packet_bytes(self) -> int:
+        return self.frame_bytes or cp.ASSUMED_PACKET_BYTES
+
     def describe(self) -> dict:
         """What was built (for the network CLI)."""
         return {"id": self.id, "target": self.target, "kind": self.topo.kind,
                 "links": {k: asdict(v) for k, v in self.links.items()},
                 "jobs": [asdict(j) for j in self.jobs], "warnings": list(self.warnings), **self.link_delays(),
+                "mtu": self.mtu or DEFAULT_MTU,
                 "params": {"queue_depth_pkts": self.topo.queue_depth, **self.topo.params}}
 
     # --- teardown ------------------------------------------------------------------
@@ -415,6 +473,8 @@ class TestbedNetwork:
             except subprocess.TimeoutExpired:
                 kill_pid(proc.pid, None, signal.SIGKILL)
                 proc.wait()
+        for probe in self._probes.values():
+            probe.close()
         for client in self.clients.values():
             close = getattr(client, "close", None)
             if close:

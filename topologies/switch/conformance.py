@@ -16,22 +16,19 @@ The vector format is described in p4/tests/README.md.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from contract.tags import tag_dscp, tag_port
 from topologies.network.intf import switch_port_commands
-from topologies.network.names import PREFIX, check_ifname, new_lab_id
+from topologies.network.names import check_ifname
 from topologies.network.shell import sh as _sh
+from topologies.network.state import StateFile
 from topologies.switch import program as symphony_state
 from topologies.switch.bmv2 import CTRL_FRAME_BYTES, SIMPLE_SWITCH_TARGET_ARGS, Bmv2Client
 from topologies.switch.targets import BMV2_JSON, REPO_ROOT
@@ -244,8 +241,11 @@ class WireTarget:
     def __init__(self, ports=(1, 2, 3, 4), wait_s: float = 0.25):
         self.ports = list(ports)
         self.wait_s = wait_s
-        self.id = new_lab_id()
-        self.prefix = f"{PREFIX}{self.id}"
+        # registered before any veth exists: `make clean-net` leaves a live
+        # rig alone and removes a dead one's veths and switch (state.py)
+        self.state = StateFile.claim("conformance rig")
+        self.id = self.state.id
+        self.prefix = self.state.data["prefix"]
         self.proc = None
         self.client = None
         self.socks: dict[int, socket.socket] = {}
@@ -371,6 +371,12 @@ class WireTarget:
                 self.proc.wait()
         for p in self.ports:
             _sh("ip", "link", "del", self.switch_if(p), check=False)
+        self.state.remove()
+
+    def spawn(self, args: list[str]) -> subprocess.Popen:
+        """The switch process, recorded in the rig's state file as it starts."""
+        return self.state.spawn(args, "conformance switch", stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, cwd=REPO_ROOT)
 
 
 class Bmv2Target(WireTarget):
@@ -411,22 +417,16 @@ class Bmv2Target(WireTarget):
             subprocess.run(["make", "p4"], cwd=REPO_ROOT, check=True)
         self.thrift_port = _free_tcp_port()
         # our own nanomsg address: the default (/tmp/bmv2-<device id>-notifications.ipc) is shared
-        # by every simple_switch with device id 0
-        self.ipc = f"/tmp/{self.prefix}-notifications.ipc"
+        # by every simple_switch with device id 0; in the rig's socket directory, which clean-net
+        # removes after a crash
+        self.ipc = str(self.state.make_sock_dir() / "notifications.ipc")
         args = ["simple_switch", "--thrift-port", str(self.thrift_port), "--device-id", "0",
                 "--notifications-addr", f"ipc://{self.ipc}"]
         for p in self.ports:
             args += ["-i", f"{p}@{self.switch_if(p)}"]
         args += [str(BMV2_JSON), "--", *SIMPLE_SWITCH_TARGET_ARGS]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        self.proc = self.spawn(args)
         self.client = Bmv2Client.connect(self.thrift_port, "conformance", str(BMV2_JSON), proc=self.proc)
-
-    def close(self) -> None:
-        super().close()
-        if getattr(self, "ipc", None):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.ipc)
 
     def slower(self) -> bool:
         if self.hold_pps <= 1:
@@ -484,12 +484,11 @@ class TwinProcessTarget(WireTarget):
     through TwinClient: the same wire path the BMv2 target uses."""
 
     def start(self) -> None:
-        self.tmp = tempfile.mkdtemp(prefix="symconf")
-        sock = os.path.join(self.tmp, "twin.sock")
+        sock = str(self.state.make_sock_dir() / "twin.sock")
         args = [sys.executable, "-m", "topologies.switch.twin", "--name", "conformance", "--control", sock]
         for p in self.ports:
             args += ["--port", f"{p}={self.switch_if(p)}"]
-        self.proc = subprocess.Popen(args, cwd=REPO_ROOT, start_new_session=True)
+        self.proc = self.spawn(args)
         self.client = TwinClient.wait(sock, timeout=10, proc=self.proc)
 
     def hold_queue(self, port: int, frame: bytes, qdepth: int, egress: int) -> float:
@@ -505,8 +504,3 @@ class TwinProcessTarget(WireTarget):
         time.sleep(0.02)
         self.client.set_queue_rate(FAST_PPS, egress)
         return 0.0
-
-    def close(self) -> None:
-        super().close()
-        if getattr(self, "tmp", None):
-            shutil.rmtree(self.tmp, ignore_errors=True)

@@ -6,14 +6,16 @@ import time
 
 import pytest
 
-from topologies.network.names import PREFIX, new_lab_id
+from topologies.network.names import PREFIX
 from topologies.network.shell import list_links, list_netns, remove_by_prefix, sh
+from topologies.network.state import StateFile
 
 pytestmark = pytest.mark.root
 
 
 def test_remove_by_prefix_kills_deletes_and_keeps():
-    lab = new_lab_id()
+    state = StateFile.claim("shell test")      # as every lab: clean-net leaves these names alone
+    lab = state.id
     gone_ns, kept_ns = f"{PREFIX}-{lab}-a", f"{PREFIX}-{lab}-keep"
     veth = f"{PREFIX}{lab}v"
     try:
@@ -29,4 +31,5 @@ def test_remove_by_prefix_kills_deletes_and_keeps():
         assert not [x for x in list_links() if x.startswith(f"{PREFIX}{lab}")]
     finally:
         remove_by_prefix(f"{PREFIX}-{lab}-", f"{PREFIX}{lab}")
+        state.remove()
     assert not [ns for ns in list_netns() if ns.startswith(f"{PREFIX}-{lab}-")]

@@ -18,14 +18,16 @@ import pytest
 
 from tests.harness import REPO
 from tests.harness.specs import make_net
-from topologies.network.names import PREFIX, new_lab_id
+from topologies.network.names import PREFIX
 from topologies.network.shell import list_links, list_netns
 from topologies.network.state import (
     STATE_DIR,
+    STATE_ENV,
     SUN_PATH_MAX,
     StateFile,
     alive,
     clean_state,
+    marked_pids,
     remove_orphan_sock_dirs,
     remove_sock_dir,
     sock_path_problem,
@@ -91,6 +93,53 @@ def test_orphan_sock_dirs_go_and_a_live_networks_stays(tmp_path):
     live.remove()
 
 
+def test_a_state_file_is_claimed_once_and_whole(tmp_path):
+    """Two labs never share an id: the file is created exclusively, whole
+    (a reader never sees it half-written), and claim picks a free id."""
+    st = StateFile("ab12", f"{PREFIX}ab12", state_dir=tmp_path, what="conformance rig")
+    with pytest.raises(FileExistsError):
+        StateFile("ab12", f"{PREFIX}ab12", state_dir=tmp_path)
+    data = json.loads(st.path.read_text())
+    assert (data["id"], data["what"], data["owner"]) == ("ab12", "conformance rig", os.getpid())
+    other = StateFile.claim("namespace lab", state_dir=tmp_path)
+    assert other.id != "ab12" and other.data["prefix"] == f"{PREFIX}{other.id}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([st.path.name, other.path.name])
+    st.remove()
+    other.remove()
+
+
+def test_a_crashed_claims_first_copy_is_removed(tmp_path):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f".cd34.{dead.pid}.new"
+    stale.write_text("{}")
+    mine = tmp_path / f".ef56.{os.getpid()}.new"      # a claim under way
+    mine.write_text("{}")
+    assert remove_orphan_sock_dirs(tmp_path) == [str(stale)]
+    assert not stale.exists() and mine.exists()
+
+
+def test_clean_state_kills_a_spawned_process_whose_pid_was_never_written(tmp_path):
+    """spawn marks the environment with the lab's id: a process whose owner
+    died before recording it is still found (and only processes so marked).
+    The id is not hex, so no real lab's names can match it."""
+    st = StateFile("zq11", f"{PREFIX}zq11", state_dir=tmp_path)
+    recorded = st.spawn(["sleep", "60"], "recorded")
+    assert [e["pid"] for e in st.data["pids"]] == [recorded.pid]
+    unrecorded = subprocess.Popen(["sleep", "60"], env={**os.environ, STATE_ENV: "zq11"}, start_new_session=True)
+    stranger = subprocess.Popen(["sleep", "60"], env={**os.environ, STATE_ENV: "zq111"})
+    try:
+        assert set(marked_pids("zq11")) == {recorded.pid, unrecorded.pid}
+        done = clean_state(st.path, json.loads(st.path.read_text()))
+        assert recorded.wait(5) == -9 and unrecorded.wait(5) == -9
+        assert stranger.poll() is None
+        assert any(f"pid {unrecorded.pid} (marked" in d for d in done)
+    finally:
+        for p in (recorded, unrecorded, stranger):
+            p.kill()
+            p.wait()
+
+
 def test_a_pid_is_alive_only_with_its_start_time():
     me = os.getpid()
     assert alive(me, start_time(me)) and alive(me, None)
@@ -119,7 +168,8 @@ def _long_dir(base: Path) -> Path:
 
 @pytest.mark.root
 def test_twin_says_the_path_and_its_length_when_the_socket_path_is_too_long(tmp_path):
-    ifname = f"{PREFIX}{new_lab_id()}sp"
+    state = StateFile.claim("twin test")
+    ifname = f"{state.data['prefix']}sp"
     # a veth pair (this kernel has no dummy type); deleting one end removes both
     subprocess.run(["ip", "link", "add", ifname, "type", "veth", "peer", "name", ifname + "q"],
                    check=True, capture_output=True)
@@ -130,6 +180,7 @@ def test_twin_says_the_path_and_its_length_when_the_socket_path_is_too_long(tmp_
                               "--control", str(sock)], cwd=REPO, capture_output=True, text=True, timeout=30)
     finally:
         subprocess.run(["ip", "link", "del", ifname], capture_output=True)
+        state.remove()
     assert out.returncode == 2
     n = len(os.fsencode(str(sock)))
     assert str(sock) in out.stderr and f"{n} bytes" in out.stderr, out.stderr
