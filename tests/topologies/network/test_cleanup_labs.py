@@ -86,6 +86,15 @@ class Child:
     def kill(self) -> None:
         self.proc.kill()                    # no teardown at all
         self.proc.wait(timeout=10)
+        close_pipes(self.proc)
+
+
+def close_pipes(proc: subprocess.Popen) -> None:
+    """Its pipes, without waiting for their other ends: what the killed
+    process started (its switch, forwarder) holds them until clean-net."""
+    for f in (proc.stdin, proc.stdout, proc.stderr):
+        if f is not None:
+            f.close()
 
 
 def wait_until(cond, timeout: float = 5.0) -> bool:
@@ -168,6 +177,7 @@ def test_runner_killed_while_a_switch_starts_leaves_nothing(tmp_path, target):
     finally:
         runner.send_signal(signal.SIGKILL)
         runner.wait(timeout=10)
+        close_pipes(runner)
     out = clean_net(recorded["id"])
     assert out.returncode == 0, out.stderr
     assert wait_until(lambda: not alive(switch_pid, None)), f"switch {switch_pid} left running"

@@ -242,6 +242,8 @@ def test_clean_net_removes_the_sock_dir_after_the_owner_was_killed(tmp_path):
     assert (sock_dir / "s1.sock").exists()
     proc.kill()                              # no teardown: the state file is all that is left
     proc.wait(timeout=10)
+    proc.stdout.close()
+    proc.stderr.close()
     out = subprocess.run([sys.executable, "-m", "topologies.network.cleanup", "--id", net_id], cwd=REPO,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
