@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -46,7 +47,7 @@ MARKER_CHILD = textwrap.dedent("""
     import sys
     from tests.harness.cemarker import MarkerLab
     lab = MarkerLab(2)
-    print("READY", lab.id, lab.marker_proc.pid, flush=True)
+    print("READY", lab.id, lab.marker_proc.pid, lab.tmp, flush=True)
     for line in sys.stdin:
         lab.marker.stats()                  # the forwarder answers on its control socket
         ping = lab.exec(0, "ping", "-c", "1", "-W", "2", lab.ips[1], check=False)
@@ -74,7 +75,7 @@ class Child:
         if not line or line[0] != "READY":
             self.proc.kill()
             raise AssertionError(f"lab did not start: {line} {self.proc.stderr.read()[-2000:]}")
-        self.lab_id, self.worker = line[1], int(line[2])
+        self.lab_id, self.worker, self.extra = line[1], int(line[2]), line[3:]
 
     def failures(self) -> int:
         self.proc.stdin.write("go\n")
@@ -139,7 +140,10 @@ def test_clean_net_leaves_a_live_conformance_rig_alone(target):
 def test_clean_net_leaves_a_live_ce_marker_lab_alone():
     child = Child(MARKER_CHILD)
     spaces = {f"{PREFIX}-{child.lab_id}-{n}" for n in ("m", "h0", "h1")}
-    check_live_lab_survives_then_goes(child, spaces)
+    try:
+        check_live_lab_survives_then_goes(child, spaces)
+    finally:
+        shutil.rmtree(child.extra[0], ignore_errors=True)     # the killed harness's log directory
 
 
 SLOW_SWITCH = """#!/bin/sh
