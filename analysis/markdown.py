@@ -33,8 +33,9 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
               "| Symphony marks / run | queue marks / run | CNPs / run |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for v, row in summary["variants"].items():
+        mark = " (degraded)" if row.get("fidelity") == "degraded" else ""
         lines.append(
-            f"| {v} | {row['runs_ok']} / {row['runs']} | {row['cct_n']} | {_f(row['cct_mean_s'], '{:.4f}')} "
+            f"| {v}{mark} | {row['runs_ok']} / {row['runs']} | {row['cct_n']} | {_f(row['cct_mean_s'], '{:.4f}')} "
             f"| {_f(row['cct_std_s'], '{:.4f}')} | {_pct(row['cct_change_pct'])} "
             f"| {_f(row['misalignment_mean'], '{:.2f}')} | {_f(row['misalignment_max'], '{:.0f}')} "
             f"| {_f(None if row['step_end_skew_mean_s'] is None else row['step_end_skew_mean_s'] * 1e3, '{:.2f}')} "
@@ -46,7 +47,10 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
               "negative means faster than baseline. Misalignment: newest minus oldest current step across "
               "ranks, time-weighted mean over the run, and its maximum. Step-end skew: last minus first "
               "rank to end a step, mean over steps. Std: sample standard deviation of the pooled iterations. "
-              "Failed or interrupted runs are listed below and left out of every figure in this table.", ""]
+              "Failed or interrupted runs are listed below and left out of every figure in this table. "
+              "So are runs whose fidelity monitors found that the machine bent their timing (fidelity degraded: "
+              "meta.json's fidelity, experiments/README.md), while the variant has a run whose fidelity is ok; "
+              "a variant marked (degraded) has none, and its figures are the degraded runs'.", ""]
     if any(row["oracle"] for row in summary.get("jobs", {}).values()):
         lines += _oracle_markdown(summary)
     if summary.get("multi_job"):
@@ -60,15 +64,21 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
                   "|---|---|---|---|"]
         lines += [f"| {r['run']} | {v} | {r['status']} | {r['reason'] or '-'} |" for v, r in not_ok]
         lines.append("")
+    degraded = [a for a in analysed if a.get("fidelity") == "degraded"]
+    if degraded:
+        lines += ["## Runs whose fidelity was degraded", "", "| run | variant | reasons |", "|---|---|---|"]
+        lines += [f"| {a['run']} | {a['variant']} | {'; '.join(a.get('fidelity_reasons') or []) or '-'} |"
+                  for a in degraded]
+        lines.append("")
     lines += ["## Runs", "",
-              "| run | variant | repeat | status | iterations complete | mean CCT (s) | misalignment mean / max "
-              "| goodput per rank (Mbit/s) | of link rate | exact |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "| run | variant | repeat | status | fidelity | iterations complete | mean CCT (s) "
+              "| misalignment mean / max | goodput per rank (Mbit/s) | of link rate | exact |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for a in analysed:
         s = a["summary"]
         gp = s["goodput_mean_bps"]
         lines.append(
-            f"| {a['run']} | {a['variant']} | {_f(a['repeat'], '{}')} | {a['status']} "
+            f"| {a['run']} | {a['variant']} | {_f(a['repeat'], '{}')} | {a['status']} | {a.get('fidelity') or '-'} "
             f"| {s['iterations_complete']} / {s['iterations']} | {_f(s['cct_mean_s'], '{:.4f}')} "
             f"| {_f(s['misalignment_mean'], '{:.2f}')} / {_f(s['misalignment_max'], '{:.0f}')} "
             f"| {_f(None if gp is None else gp / 1e6, '{:.2f}')} "

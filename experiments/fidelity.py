@@ -51,12 +51,12 @@ PROC = Path("/proc")
 class Thresholds:
     """What a run may show and still be ``ok`` (experiments/README.md, "Fidelity")."""
     cpu_saturated_share: float = 0.5    # the machine saturated for at most this share of the window
-    cpu_wait_share: float = 0.25        # the run's processes waited at most this share of the time they wanted a CPU
     port_rate_ratio: float = 0.95       # every judged port achieved at least this share of its rate while backlogged
     port_min_busy_s: float = 0.2        # ports engaged less than this are not judged
-    twin_late_p99_ms: float = 5.0       # the twins let 99 % of the queued frames leave at most this late
-    pacing_late_p99_ms: float = 5.0     # the agents sent 99 % of the paced packets at most this late
+    twin_late_p99_ms: float = 3.0       # the twins let 99 % of the queued frames leave at most this late
+    pacing_late_p99_ms: float = 3.0     # the agents sent 99 % of the paced packets at most this late
     timer_late_p90_ms: float | None = None   # DCQCN timer events, p90; None: the jobs' timer floor
+    min_samples: int = 100              # a lateness with fewer samples is not judged
 
 
 THRESHOLDS = Thresholds()
@@ -299,17 +299,18 @@ def verdict(figures: dict, th: Thresholds = THRESHOLDS, timer_floor_ms: float = 
     checks: list[dict] = []
     _check(checks, "cpu_saturated_share", cpu.get("saturated_share"), th.cpu_saturated_share, True,
            f"share of the run the machine was >= {SATURATED:.0%} busy")
-    _check(checks, "cpu_wait_share", cpu.get("run_wait_share"), th.cpu_wait_share, True,
-           "share of the time the run's processes wanted a CPU that they waited for one")
     _check(checks, "port_rate_ratio", ports.get("rate_ratio_min"), th.port_rate_ratio, False,
            "lowest achieved / configured rate of a switch port while backlogged"
            + (f" ({ports['worst_port']['port']})" if ports.get("worst_port") else ""))
-    _check(checks, "twin_late_p99_ms", (ports.get("lateness") or {}).get("p99_ms"), th.twin_late_p99_ms, True,
+    def late(record: dict | None, key: str):
+        return (record or {}).get(key) if (record or {}).get("n", 0) >= th.min_samples else None
+
+    _check(checks, "twin_late_p99_ms", late(ports.get("lateness"), "p99_ms"), th.twin_late_p99_ms, True,
            "p99 of how late the twins let queued frames leave (ms)")
-    _check(checks, "pacing_late_p99_ms", (agents.get("pacing") or {}).get("p99_ms"), th.pacing_late_p99_ms, True,
+    _check(checks, "pacing_late_p99_ms", late(agents.get("pacing"), "p99_ms"), th.pacing_late_p99_ms, True,
            "p99 of how late the agents sent paced packets (ms)")
     timer_limit = th.timer_late_p90_ms if th.timer_late_p90_ms is not None else timer_floor_ms
-    _check(checks, "timer_late_p90_ms", (agents.get("dcqcn_timer") or {}).get("p90_ms"), timer_limit, True,
+    _check(checks, "timer_late_p90_ms", late(agents.get("dcqcn_timer"), "p90_ms"), timer_limit, True,
            "p90 of how late the agents ran DCQCN timer events (ms), against the timer floor")
     failed = [c for c in checks if c["ok"] is False]
     return {"verdict": "degraded" if failed else "ok",
@@ -371,6 +372,19 @@ class RunMonitor:
             return {"verdict": None, "reasons": [f"the monitors failed: {type(exc).__name__}: {exc}"]}
 
 
+def summary_warnings(results) -> list[str]:
+    """warnings_for the runner's results (RunResult: variant, run_dir), from
+    their meta.json."""
+    runs = []
+    for r in results:
+        try:
+            fid = json.loads((r.run_dir / "meta.json").read_text(encoding="utf-8")).get("fidelity")
+        except (OSError, ValueError):
+            fid = None
+        runs.append((r.variant, fid))
+    return warnings_for(runs)
+
+
 def warnings_for(runs: list[tuple[str, dict | None]]) -> list[str]:
     """The printed summary's warnings: per variant the runs whose fidelity
     was degraded, from (variant, meta.json's fidelity) pairs."""
@@ -381,6 +395,6 @@ def warnings_for(runs: list[tuple[str, dict | None]]) -> list[str]:
         if bad:
             reasons = sorted({r.split(":")[0].split()[0] for f in bad for r in f.get("reasons", [])})
             out.append(f"warning: fidelity degraded in {len(bad)} of {len(mine)} {v} run(s) ({', '.join(reasons)}): "
-                       "the machine bent their timing; they are left out of the means "
-                       "(experiments/README.md, Fidelity)")
+                       "the machine bent their timing: they count only where no run of the variant has an "
+                       "ok fidelity (experiments/README.md, Fidelity)")
     return out

@@ -49,6 +49,11 @@ class Endpoint:
     def send_done(self, step: int) -> bool:
         return self.sender.done(step)
 
+    def sent_all(self, step: int) -> bool:
+        """Every packet of the step has been sent at least once (its ACKs
+        may still be on their way)."""
+        return self.sender.sent_all(step)
+
     def finish_send(self, step: int) -> None:
         self.sender.finish(step)
 
@@ -118,7 +123,7 @@ class Endpoint:
                     "step": step, "what": f"data of step {step} from rank {self.pred_rank} "
                                           f"({self.pred_ip}): {got} received"}
         sf = self.sender.flows.get(step)
-        acked = f"{sf.n_acked}/{sf.n} packets" if sf else "nothing sent"
-        return {"waiting_for": "acks", "peer": self.succ_rank, "peer_ip": self.succ_ip,
-                "step": step, "what": f"ACKs of step {step} from rank {self.succ_rank} "
-                                      f"({self.succ_ip}): {acked} acknowledged"}
+        sent = f"{sf.next_new}/{sf.n} packets sent, {sf.n_acked} acknowledged" if sf else "nothing sent"
+        return {"waiting_for": "send", "peer": self.succ_rank, "peer_ip": self.succ_ip,
+                "step": step, "what": f"sending step {step} to rank {self.succ_rank} "
+                                      f"({self.succ_ip}): {sent}"}

@@ -17,12 +17,9 @@ from collections.abc import Callable
 
 from contract.lateness import Lateness
 from hosts import wire
-from hosts.udp.params import UdpParams
-from hosts.wire import ACK_COMPLETE, ACK_ECHO, DATA
+from hosts.udp.params import WIRE_OVERHEAD, UdpParams
+from hosts.wire import ACK_COMPLETE, ACK_ECHO
 
-# Bytes a data packet adds on an Ethernet link besides its payload (Ethernet,
-# IPv4, UDP and our header): pacing counts what the link (and tc htb) counts.
-WIRE_OVERHEAD = 14 + 20 + 8 + DATA.size
 DUPTHRESH = 3            # gap rule: lost when a packet sent 3 transmissions later was acked
 ECHO_MASK = 0xFFFF       # a data packet carries its transmission number's low 16 bits
 MIN_PTO_S = 0.002        # tail probe: never sooner than this after the last transmission
@@ -101,6 +98,10 @@ class Sender:
     def done(self, step: int) -> bool:
         f = self.flows.get(step)
         return f is not None and f.done
+
+    def sent_all(self, step: int) -> bool:
+        f = self.flows.get(step)
+        return f is not None and (f.done or f.next_new >= f.n)
 
     def finish(self, step: int) -> None:
         self.flows.pop(step, None)

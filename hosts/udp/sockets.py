@@ -142,17 +142,29 @@ class UdpTransport:
         self.ep.start_send(step, payload, time.monotonic())
 
     def wait(self, step: int, deadline: float) -> bytearray:
-        """Drive the I/O until `step` is sent and acked and received in full;
-        return the received bytes.  TransportTimeout at the deadline
-        (time.monotonic() seconds)."""
+        """Drive the I/O until `step` is received in full and every packet of
+        it has been sent once; return the received bytes.  TransportTimeout
+        at the deadline (time.monotonic() seconds).
+
+        The step's ACKs may still be on their way: as a NIC keeps a message
+        until it is acknowledged while the next one starts, the step's flow
+        (and its tagged socket: a retransmission keeps the step's tag) stays
+        until every packet is acknowledged (``_reap``), and its losses are
+        resent before the next step's new packets.  The ring's next step
+        needs the data, not the ACKs: waiting for them cost a round trip per
+        step with the link idle.  The successor checks what it got, and
+        linger() keeps the last steps' retransmissions going."""
         ep = self.ep
-        if not self._run_until(lambda: ep.send_done(step) and ep.recv_done(step), deadline):
+        self._reap()
+        if not self._run_until(lambda: ep.sent_all(step) and ep.recv_done(step), deadline):
             raise TransportTimeout(ep.waiting_on(step))
-        ep.finish_send(step)
-        s = self._tag_socks.pop(step, None)
-        if s is not None:
-            s.close()
         return ep.take(step)
+
+    def _reap(self) -> None:
+        """Drop the steps whose every packet is acknowledged, with their sockets."""
+        for step in [s for s in self._tag_socks if self.ep.send_done(s)]:
+            self.ep.finish_send(step)
+            self._tag_socks.pop(step).close()
 
     def linger(self, idle_s: float, deadline: float) -> None:
         """After the last step: keep acknowledging until the predecessor has
@@ -163,6 +175,7 @@ class UdpTransport:
         def quiet_at() -> float:
             return max(ep.last_data, start) + idle_s
         self._run_until(lambda: time.monotonic() >= quiet_at(), deadline, quiet_at)
+        self._reap()
 
     # ---- the loop -----------------------------------------------------------
     def _run_until(self, cond, deadline: float, wake=None) -> bool:

@@ -23,7 +23,10 @@ from topologies.switch import program
 from topologies.switch.bmv2 import CTRL_FRAME_BYTES, CTRL_PRIORITY
 from topologies.switch.params import EcnParams, SymphonyParams
 
-ASSUMED_PACKET_BYTES = 1500      # bmv2's packets/s queue rate assumes full-size frames
+# bmv2's packets/s queue rate assumes frames of one size: the jobs' data
+# frames (the network passes their size: payload + headers), 1500 bytes when
+# it names none
+ASSUMED_PACKET_BYTES = 1500
 RATE_UNITS = ("pps", "bps")
 
 
@@ -70,13 +73,15 @@ def _set_pps(client, port: int, pps: int, ctrl_pps: int) -> None:
     client.set_queue_rate(ctrl_pps, port, CTRL_PRIORITY)
 
 
-def set_port_rate(client, port: int, rate_mbit: float, unit: str = "pps") -> None:
-    """One egress port's drain rate through the client, in the target's unit."""
+def set_port_rate(client, port: int, rate_mbit: float, unit: str = "pps",
+                  packet_bytes: int = ASSUMED_PACKET_BYTES) -> None:
+    """One egress port's drain rate through the client, in the target's unit
+    (packets/s: frames of packet_bytes)."""
     _check_unit(unit)
     if unit == "bps":
         client.set_queue_rate_bps(rate_to_bps(rate_mbit), port)
     else:
-        _set_pps(client, port, rate_to_pps(rate_mbit), rate_to_ctrl_pps(rate_mbit))
+        _set_pps(client, port, rate_to_pps(rate_mbit, packet_bytes), rate_to_ctrl_pps(rate_mbit))
 
 
 @dataclass(frozen=True)
@@ -198,12 +203,13 @@ def flow_entries(topo: TopoSpec, jobs: Sequence[PlacedJob], symphony: SymphonyPa
     return out
 
 
-def port_queues(topo: TopoSpec) -> dict[str, list[PortQueue]]:
+def port_queues(topo: TopoSpec, packet_bytes: int = ASSUMED_PACKET_BYTES) -> dict[str, list[PortQueue]]:
     """Every switch egress port drains at its link's rate (the twin and BMv2
-    queue there, where the program sees the depth)."""
+    queue there, where the program sees the depth); packets/s for frames of
+    packet_bytes."""
     out = {}
     for sw in topo.switches:
-        out[sw.name] = [PortQueue(port, link.name, rate_to_pps(link.rate_mbit), topo.queue_depth,
+        out[sw.name] = [PortQueue(port, link.name, rate_to_pps(link.rate_mbit, packet_bytes), topo.queue_depth,
                                   rate_to_bps(link.rate_mbit), rate_to_ctrl_pps(link.rate_mbit))
                         for port, (_, _, link) in sorted(topo.ports(sw.name).items())]
     return out
@@ -215,13 +221,15 @@ def arp_entries(topo: TopoSpec) -> dict[str, list[tuple[str, str]]]:
     return {h.name: [(o.ip, o.mac) for o in topo.hosts if o.name != h.name] for h in topo.hosts}
 
 
-def plan(topo: TopoSpec, jobs: Sequence[PlacedJob], symphony: SymphonyParams) -> dict[str, SwitchPlan]:
+def plan(topo: TopoSpec, jobs: Sequence[PlacedJob], symphony: SymphonyParams,
+         packet_bytes: int = ASSUMED_PACKET_BYTES) -> dict[str, SwitchPlan]:
     """What every switch gets; ValueError before anything is installed for
-    a job or a switch load the program cannot track."""
+    a job or a switch load the program cannot track.  packet_bytes: the
+    frame size bmv2's packets/s queue rates assume."""
     table = next_ports(topo)
     fwd = forward_entries(topo, table)
     flows = flow_entries(topo, jobs, symphony, table=table)
-    queues = port_queues(topo)
+    queues = port_queues(topo, packet_bytes)
     return {s.name: SwitchPlan(s.name, fwd[s.name], flows[s.name][0], queues[s.name], flows[s.name][1])
             for s in topo.switches}
 
