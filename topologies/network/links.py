@@ -1,7 +1,8 @@
 """tc on a link's ends, one definition each: htb at a rate (a host's NIC),
 netem for delay, jitter and loss, the probe for sch_netem, and the one
 decision of how delays and netem jitter are applied on a target
-(``delay_via``).
+(``delay_via``); the MTU a link needs for the jobs' data frames
+(``mtu_for``, ``set_mtu``).
 
 Commands are argument lists after ``tc``; the caller runs them where the
 interface lives (a Mininet node, ``ip netns exec``, the root namespace).
@@ -20,6 +21,8 @@ from topologies.spec.netem import DEFAULT_LIMIT, NetemParams
 from topologies.spec.topo import HOST_LINK, TopoSpec
 
 HTB_CLASS = "1:1"           # the one htb class every shaped interface has
+DEFAULT_MTU = 1500
+ETHERNET_HEADER = 14
 NETEM_HANDLE = "10:"
 # how link delays and netem jitter are applied: tc netem (the kernel has
 # sch_netem), the twin's delay lines (soft target without it), or not at all
@@ -82,6 +85,21 @@ def netem(dev: str, under_htb: bool, p: NetemParams) -> list[str]:
     args += ["reorder", f"{p.reorder_pct}%"] if p.reorder_pct else []
     args += ["limit", str(p.limit)] if p.limit != DEFAULT_LIMIT else []
     return ["qdisc", "replace", "dev", dev, *where, "netem", *args]
+
+
+def mtu_for(frame_bytes: int | None) -> int | None:
+    """The MTU every link needs for data frames of frame_bytes (Ethernet
+    header on, as the pacer and htb count them); None when the default 1500
+    holds them.  Without it the kernel would fragment a larger datagram, and
+    a switch would read the step tag of its first fragment only."""
+    if not frame_bytes or frame_bytes - ETHERNET_HEADER <= DEFAULT_MTU:
+        return None
+    return frame_bytes - ETHERNET_HEADER
+
+
+def set_mtu(dev: str, mtu: int) -> list[str]:
+    """`ip` arguments that set an interface's MTU."""
+    return ["link", "set", "dev", dev, "mtu", str(mtu)]
 
 
 def link_infos(topo: TopoSpec, ifname) -> dict[str, LinkInfo]:

@@ -32,6 +32,7 @@ from mininet.net import Mininet
 
 from topologies.network.health import UNRESPONSIVE_S, stopped
 from topologies.network.links import (
+    DEFAULT_MTU,
     VIA_FALLBACK,
     VIA_NETEM,
     VIA_TWIN,
@@ -41,8 +42,10 @@ from topologies.network.links import (
     htb_rate,
     htb_root,
     link_infos,
+    mtu_for,
     netem,
     netem_available,
+    set_mtu,
 )
 from topologies.network.names import PREFIX, switch_ifname
 from topologies.network.nodes import SoftSwitch, SymHost, SymLink, bmv2_switch_class, free_tcp_port, tune_root_intf
@@ -70,7 +73,7 @@ class TestbedNetwork:
     def __init__(self, topo: TopoSpec, jobs: Sequence[PlacedJob] = (), *, target: str = "auto",
                  run_dir: Path | str | None = None, ecn: EcnParams = DEFAULT_ECN,
                  symphony: SymphonyParams = DEFAULT_SYMPHONY, json_path: str | None = None,
-                 thrift_base: int = 9090, seed: int = 0, switch_bin: str | None = None):
+                 thrift_base: int = 9090, seed: int = 0, frame_bytes: int | None = None, switch_bin: str | None = None):
         self.topo = topo
         self.jobs = list(jobs)
         self.requested_target = target
@@ -82,6 +85,10 @@ class TestbedNetwork:
         self.json_path = Path(json_path) if json_path else BMV2_JSON
         self.thrift_base = thrift_base
         self.seed = seed            # the twins' draws: ECN marking, delay lines
+        # the jobs' largest data frame: every link's MTU fits it (links.mtu_for),
+        # bmv2's packets/s queue rates count frames of this size
+        self.frame_bytes = frame_bytes
+        self.mtu = mtu_for(frame_bytes)
         # the switch program: simple_switch's path (bmv2), the Python that runs the twin (soft)
         self.switch_bin = switch_bin
         self.via: str | None = None     # how delays and netem jitter are applied (links.delay_via)
@@ -121,7 +128,7 @@ class TestbedNetwork:
             raise NetworkError("the network needs root (Mininet, namespaces): run with sudo")
         self.target = resolve_target(self.requested_target)
         self.via = delay_via(self.target, netem_available())
-        self.plans = cp.plan(self.topo, self.jobs, self.symphony)
+        self.plans = cp.plan(self.topo, self.jobs, self.symphony, self._packet_bytes)
         self._install_sigterm()
         try:
             self._start()
@@ -218,6 +225,11 @@ class TestbedNetwork:
                                  "target has no delay line: links run without the delay")
         for name, info in self.links.items():
             for node, intf in self._ends(name):
+                if self.mtu:
+                    code, out, err = self._run(node, "ip", *set_mtu(intf, self.mtu))
+                    if code:
+                        raise NetworkError(f"link {name}: MTU {self.mtu} on {node or 'root'}:{intf}: "
+                                           f"{(err or out).strip()}")
                 if node is None:
                     self.warnings.extend(tune_root_intf(intf))
                 elif info.rate_mbit:
@@ -327,7 +339,7 @@ class TestbedNetwork:
             if self.topo.is_switch(node):
                 client = self.clients.get(node)
                 if client is not None:
-                    cp.set_port_rate(client, port, rate_mbit, cp.rate_unit(self.target))
+                    cp.set_port_rate(client, port, rate_mbit, cp.rate_unit(self.target), self._packet_bytes)
             else:
                 if not info.rate_mbit:      # an unshaped host end gets its htb now
                     self._tc(node, *htb_root(intf))
@@ -418,11 +430,16 @@ class TestbedNetwork:
             written[name] = path
         return written
 
+    @property
+    def _packet_bytes(self) -> int:
+        return self.frame_bytes or cp.ASSUMED_PACKET_BYTES
+
     def describe(self) -> dict:
         """What was built (for the network CLI)."""
         return {"id": self.id, "target": self.target, "kind": self.topo.kind,
                 "links": {k: asdict(v) for k, v in self.links.items()},
                 "jobs": [asdict(j) for j in self.jobs], "warnings": list(self.warnings), **self.link_delays(),
+                "mtu": self.mtu or DEFAULT_MTU,
                 "params": {"queue_depth_pkts": self.topo.queue_depth, **self.topo.params}}
 
     # --- teardown ------------------------------------------------------------------
