@@ -1,5 +1,10 @@
 """python3 -m analysis report RUN_DIR [RUN_DIR ...] [--out DIR] [--oracle FILE]
-python3 -m analysis synth OUT_DIR   (made-up runs, to try the report without a network)"""
+python3 -m analysis synth OUT_DIR   (made-up runs, to try the report without a network)
+
+Exit codes (contract.exits): 0 the report was written (the runs it counts as
+ok are in it); 2 a path that is not a run directory, runs in different
+directories without --out, an --out that cannot be written; 4 disk full;
+130 interrupted (no report left half made).  Each failure is one line."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from pathlib import Path
 from analysis.records import RecordWarning
 from analysis.report import write_report
 from analysis.synthetic import demo_experiment
+from contract import exits
 
 
 def _one_line_warnings() -> None:
@@ -27,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     rep = sub.add_parser("report", help="metrics.json per run, plots and report.md")
     rep.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     rep.add_argument("--out", type=Path, default=None,
-                     help="where plots and report.md go (default: the runs' common experiment dir)")
+                     help="where plots and report.md go (default: the run dir of a single run, the experiment "
+                          "dir of runs that share one; runs in different directories need --out)")
     rep.add_argument("--oracle", type=Path, default=None, metavar="FILE",
                      help="the oracle file to set beside the runs (default: <stamp>-oracle.json beside them)")
     syn = sub.add_parser("synth", help="write made-up baseline/symphony runs (for trying the report)")
@@ -39,17 +46,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "synth":
         for d in demo_experiment(args.out_dir, repeats=args.repeats):
             print(d)
-        return 0
+        return exits.OK
 
     try:
         report = write_report(args.run_dirs, args.out, args.oracle)
-    except (ValueError, OSError) as exc:
+    except ValueError as exc:
         print(f"analysis: {exc}", file=sys.stderr)
-        return 2
+        return exits.USAGE
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"analysis: cannot write the report{where}: {exc.strerror or exc}", file=sys.stderr)
+        return exits.DISK_FULL if exits.is_disk_full(exc) else exits.USAGE
+    except KeyboardInterrupt:
+        print("analysis: interrupted; no report written", file=sys.stderr)
+        return exits.INTERRUPTED
     print(f"metrics: {', '.join(str(d / 'metrics.json') for d in args.run_dirs)}")
     print(f"plots:   {report.parent / 'plots'}")
     print(f"report:  {report}")
-    return 0
+    return exits.OK
 
 
 if __name__ == "__main__":

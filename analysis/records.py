@@ -38,6 +38,7 @@ class Run:
     switches: dict[str, dict[str, Any]] = field(default_factory=dict)
     jitter: list[dict[str, Any]] = field(default_factory=list)  # start_ns/end_ns absolute
     warnings: list[str] = field(default_factory=list)
+    gaps: list[str] = field(default_factory=list)     # ranks without records: the run cannot count as ok
 
     @property
     def name(self) -> str:
@@ -54,11 +55,20 @@ class Run:
 
     @property
     def status(self) -> str:
-        return str(self.meta.get("status", "ok"))
+        """meta.json's status; "unknown" without a readable meta.json, and
+        "incomplete" for an ok run that lacks a rank's records (gaps): neither
+        counts as ok."""
+        if not self.meta:
+            return "unknown"
+        status = str(self.meta.get("status", "ok"))
+        return "incomplete" if status == "ok" and self.gaps else status
 
     @property
     def reason(self) -> str:
-        return str(self.meta.get("reason", "") or "")
+        if not self.meta:
+            return "no readable meta.json: how the run ended is unknown"
+        reason = str(self.meta.get("reason", "") or "")
+        return "; ".join(x for x in [reason, *self.gaps] if x) if self.status == "incomplete" else reason
 
 
 def _warn(sink: list[str], message: str) -> None:
@@ -181,6 +191,34 @@ def read_agent_events(agents_dir: Path, sink: list[str]) -> list[dict[str, Any]]
     return events
 
 
+def config_ranks(config: dict[str, Any]) -> set[tuple[int, int]] | None:
+    """The (job, rank) pairs config.toml's jobs list, None when it lists none."""
+    jobs = config.get("jobs")
+    if not isinstance(jobs, list):
+        return None
+    pairs = {(j["job"], r) for j in jobs if isinstance(j, dict)
+             and isinstance(j.get("job"), int) and isinstance(j.get("ranks"), int) for r in range(j["ranks"])}
+    return pairs or None
+
+
+def record_gaps(run: Run, files: list[tuple[int | None, Path]], sink: list[str]) -> list[str]:
+    """What is missing of a run's agent records: a rank the config lists
+    that logged no event, a record file that is empty (each with a warning)."""
+    empty = []
+    for _, path in files:
+        try:
+            if path.stat().st_size == 0:
+                empty.append(path)
+                _warn(sink, f"{path}: empty (the rank logged nothing)")
+        except OSError:
+            pass
+    expected = config_ranks(run.config)
+    if expected is None:
+        return [f"{p.relative_to(run.path)} is empty" for p in empty]
+    seen = {(e["job"], e["rank"]) for e in run.events}
+    return [f"job {job} rank {rank} logged no events" for job, rank in sorted(expected - seen)]
+
+
 def read_json(path: Path, sink: list[str]) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
@@ -301,6 +339,7 @@ def load_run(path: str | Path) -> Run:
         _warn(sink, f"{run.path / 'meta.json'}: no status; taking it as ok")
     run.config = read_config(run.path / "config.toml", sink)
     run.events = read_agent_events(run.path / "agents", sink)
+    run.gaps = record_gaps(run, agent_files(run.path / "agents"), sink)
     run.switches = read_switches(run.path / "switches", sink)
     jitter_path = run.path / "jitter.jsonl"
     if jitter_path.exists():

@@ -4,18 +4,23 @@ report.md comparing the variants (baseline against Symphony) and repeats.
 The runner calls ``write_report(run_dirs, out_dir)``; the command line is
 ``python3 -m analysis report RUN_DIR [RUN_DIR ...]``.
 
-What is averaged: only runs whose meta.json status is "ok".  A failed or
-interrupted run gets its metrics.json and a line in the report with its
-reason, and is left out of every mean.  CCT statistics pool every completed
+What is averaged: only runs whose meta.json status is "ok" and whose every
+rank left records (analysis.records.Run.status: a run without a readable
+meta.json is "unknown", one missing a rank's records "incomplete").  A run
+that is not ok gets its metrics.json and a line in the report with its
+reason, and is left out of every mean.  The report is written whole or not
+at all: into a folder beside its place, moved there at the end.  CCT statistics pool every completed
 iteration of every job of every ok run of a variant (n in the table).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
-from collections.abc import Iterable
+import shutil
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from statistics import mean, stdev
 from typing import Any
@@ -57,9 +62,15 @@ def _clean(value: Any) -> Any:
 
 
 def _write_json(path: Path, value: Any) -> None:
+    """Atomic; a failed write (a full disk, an interrupt) leaves no .tmp."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(_clean(value), indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(_clean(value), indent=1, allow_nan=False) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def analyse_run(run: Run) -> dict[str, Any]:
@@ -324,22 +335,60 @@ def make_plots(runs: list[Run], analysed: list[dict[str, Any]], plot_dir: Path,
     return written
 
 
+RUN_MARKERS = ("meta.json", "config.toml", "agents")
+
+
 def default_out_dir(run_dirs: list[Path]) -> Path:
-    """The single run dir, or the experiment dir the runs share."""
+    """The single run dir, or the experiment dir the runs share; ValueError
+    when they lie in different directories (their common ancestor, /tmp or
+    /, is no place for a report: say where with out_dir)."""
     resolved = [Path(d).resolve() for d in run_dirs]
     if len(resolved) == 1:
         return resolved[0]
-    return Path(os.path.commonpath([str(p) for p in resolved]))
+    parents = sorted({str(p.parent) for p in resolved})
+    if len(parents) > 1:
+        raise ValueError(f"the runs lie in {len(parents)} different directories ({', '.join(parents[:3])}"
+                         f"{', ...' if len(parents) > 3 else ''}): say where the report goes with --out DIR")
+    return Path(parents[0])
 
 
 def _check_dirs(run_dirs: Iterable[str | Path]) -> list[Path]:
+    """Run directories, each holding at least one of RUN_MARKERS; ValueError
+    (one line) for anything else."""
     dirs = [Path(d) for d in run_dirs]
     if not dirs:
         raise ValueError("no run directories given")
     for d in dirs:
         if not d.is_dir():
             raise ValueError(f"not a directory: {d}")
+        if not any((d / m).exists() for m in RUN_MARKERS):
+            inner = sorted(p.name for p in d.iterdir() if p.is_dir() and (p / "meta.json").exists())
+            hint = f"; it holds run directories ({', '.join(inner[:2])}{', ...' if len(inner) > 2 else ''}): " \
+                   "give those" if inner else ""
+            raise ValueError(f"{d}: not a run directory (no meta.json, config.toml or agents/){hint}")
     return dirs
+
+
+@contextlib.contextmanager
+def _staged(out: Path) -> Iterator[Path]:
+    """A folder beside out to write the report into, moved into out when
+    the block ends well and removed when it does not (an interrupt, a full
+    disk): a report is whole or absent, never half made."""
+    stage = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True)
+    try:
+        yield stage
+        if not out.exists():
+            stage.rename(out)
+            return
+        for item in stage.iterdir():        # into an existing folder (a run dir): item by item
+            target = out / item.name
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            item.replace(target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = None,
@@ -351,7 +400,6 @@ def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = No
     none: no oracle figures).  Returns report.md's path."""
     run_dirs = _check_dirs(run_dirs)
     out = Path(out_dir) if out_dir is not None else default_out_dir(run_dirs)
-    out.mkdir(parents=True, exist_ok=True)
     runs = [load_run(d) for d in run_dirs]
     analysed = []
     for run in runs:
@@ -362,10 +410,10 @@ def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = No
     oracle_path = Path(oracle) if oracle is not None else find_oracle(run_dirs)
     doc = load_oracle(oracle_path, warnings) if oracle_path is not None else None
     summary = summarise(analysed, doc)
-    _write_json(out / "report.json", {"runs": [str(r.path) for r in runs],
-                                      "oracle_file": str(oracle_path) if doc else None, **summary})
-    plot_paths = make_plots(runs, analysed, out / "plots", oracle=doc, summary=summary)
-    text = render_markdown(out.name, summary, analysed, plot_paths, out, warnings)
-    report = out / "report.md"
-    report.write_text(text, encoding="utf-8")
-    return report
+    with _staged(out) as stage:
+        _write_json(stage / "report.json", {"runs": [str(r.path) for r in runs],
+                                            "oracle_file": str(oracle_path) if doc else None, **summary})
+        plot_paths = make_plots(runs, analysed, stage / "plots", oracle=doc, summary=summary)
+        text = render_markdown(out.name, summary, analysed, plot_paths, stage, warnings)
+        (stage / "report.md").write_text(text, encoding="utf-8")
+    return out / "report.md"

@@ -1,5 +1,6 @@
-"""What a run gets, decided before anything starts (pure but for building the
-network object): the network's inputs, the job files, the jitter schedule.
+"""What a run gets, decided before anything starts (pure; the network is
+built from a plan by experiments.network): the network's inputs, the job
+files, the jitter schedule.
 
 Variants differ in one thing only: the Symphony flows are installed with
 enabled=1 (symphony) or enabled=0 (baseline).  Everything else comes from the
@@ -11,14 +12,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from experiments.config import ExperimentSpec, job_specs
 from experiments.jitter import schedule as J
 from experiments.jitter.schedule import NO_NETEM
 from hosts.job import JobSpec, derived_deadlines
 from topologies.network.links import VIA_FALLBACK, delay_via
-from topologies.network.testbed import TestbedNetwork
 from topologies.spec.placement import PlacedJob
 from topologies.spec.topo import TopoSpec
 from topologies.switch.params import EcnParams, SymphonyParams
@@ -41,10 +40,6 @@ class RunPlan:
     schedule: tuple[dict, ...]        # jitter events as applied here (fallbacks taken)
     notes: tuple[str, ...] = field(default_factory=tuple)
     seed: int = 0                     # the switches' draws (ECN marking, delay lines)
-
-    def network(self, *, target: str, run_dir: Path | str | None) -> TestbedNetwork:
-        return TestbedNetwork(self.topo, self.placed, target=target, run_dir=run_dir, ecn=self.ecn,
-                              symphony=self.symphony, seed=self.seed)
 
 
 def symphony_for(spec: ExperimentSpec, variant: str) -> SymphonyParams:

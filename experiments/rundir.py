@@ -1,10 +1,12 @@
 """Run directories, made once and never overwritten (a numeric suffix keeps
-two runs of one second apart), and what goes into them: the resolved config,
-meta.json written atomically, the versions of what ran.  Their layout:
+two runs of one second apart), a batch's stamp claimed the same way, and what
+goes into them: the resolved config, meta.json written atomically (and, on
+a full disk, its status still), the versions of what ran.  Their layout:
 experiments/README.md, "Run directory"."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -42,11 +44,71 @@ def make_run_dir(exp_dir: Path, stamp_: str, variant: str, repeat: int) -> Path:
     raise RuntimeError(f"cannot make a fresh run directory for {base} in {exp_dir}")
 
 
-def write_json(path: Path, value: Any) -> None:
-    """Atomic: a reader (or a crash) never sees half a file."""
+def claim_stamp(root: Path, suffix: str, record: dict, now: dt.datetime | None = None) -> str:
+    """A stamp that no other batch in root holds, claimed by creating the
+    batch's record ``<stamp><suffix>`` exclusively (it says ``record`` until
+    the batch replaces it); two batches of the same second get ``<stamp>``
+    and ``<stamp>.2``.  OSError when root cannot be written."""
+    root.mkdir(parents=True, exist_ok=True)
+    base = stamp(now)
+    taken = [p.name for p in root.iterdir()]
+    for n in range(1, 1000):
+        stamp_ = base if n == 1 else f"{base}.{n}"
+        if any(name.startswith(f"{stamp_}-") for name in taken):
+            continue
+        path = root / f"{stamp_}{suffix}"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(json.dumps({**record, "stamp": stamp_}, indent=1, sort_keys=True) + "\n")
+        except BaseException:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            raise
+        return stamp_
+    raise FileExistsError(f"{root}: no free stamp for {base}")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Atomic: a reader (or a crash) never sees half a file; when the write
+    fails (a full disk, an interrupt) the old file stays and no .tmp is left."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def write_json(path: Path, value: Any) -> None:
+    write_text(path, json.dumps(value, indent=1, sort_keys=True, default=str) + "\n")
+
+
+def write_status(path: Path, value: dict, short: dict) -> str | None:
+    """write_json; where that fails (a full disk has no room for the new
+    file) the file already there is rewritten in place with ``short``, a few
+    keys that fit in the room it holds, so a record never says "running" of
+    something that ended.  None, or a line saying what was not written."""
+    try:
+        write_json(path, value)
+        return None
+    except OSError as exc:
+        problem = f"{path}: not written ({exc.strerror or exc})"
+    data = (json.dumps(short, sort_keys=True, default=str) + "\n").encode()
+    try:
+        with open(path, "r+b") as f:
+            if len(data) > os.fstat(f.fileno()).st_size:
+                return problem
+            f.write(data)
+            f.truncate()
+    except OSError:
+        return problem
+    return f"{problem}; rewritten in place with {', '.join(sorted(short))} only"
 
 
 def write_config(run_dir: Path, spec: ExperimentSpec, run: dict) -> None:

@@ -5,9 +5,11 @@ tear down.
 One run never costs more than itself: a switch or agent that dies, a deadline
 that passes, a jitter action that fails all fail that run (meta.json says
 why), its records stay, the network is torn down and the next run starts
-(unless fail_fast).  Ctrl-C (or SIGTERM) tears the current run down and marks
-it interrupted; a second Ctrl-C skips everything but the cleanup
-(experiments.signals).
+(unless fail_fast).  A full disk fails the run ("disk full: ...", meta.json's
+status still written where the file can hold it) and stops the batch: every
+further run would fail the same way.  Ctrl-C (or SIGTERM) tears the current
+run down and marks it interrupted; a second Ctrl-C skips everything but the
+cleanup (experiments.signals).
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from contract.events import now_ns
+from contract.exits import is_disk_full
 from experiments import rundir as R
 from experiments.config import ExperimentSpec
 from experiments.fidelity import RunMonitor
 from experiments.jitter.injector import Injector, netem_support, write_schedule
 from experiments.jitter.schedule import NO_NETEM
+from experiments.network import build_network
 from experiments.plan import RunPlan, run_plan, wall_deadline_s
 from experiments.signals import Signals
 from experiments.supervise import REPO, RunFailed, RunResult, start_agents, supervise
@@ -35,6 +39,24 @@ INTERRUPTED = "interrupted by the user (SIGINT/SIGTERM)"
 
 def _utc(t: float | None = None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def _write_failure(what: str, exc: OSError) -> str:
+    """A failed run's reason for a write that failed: "disk full: ..." when
+    the file system had no room left."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{'disk full: ' if is_disk_full(exc) else ''}{what}{where}: {exc.strerror or exc}"
+
+
+def not_applied(injector: Injector) -> list[str]:
+    """The jitter entries none of whose actions came due before the run
+    ended (they start after it), as "<kind> on <link> at <start> s"."""
+    def ids(act: dict) -> list[int]:
+        return act["events"] if "events" in act else [act["event"]]
+    done = {i for act in injector.actions[:injector.next_index] for i in ids(act)}
+    planned = {i for act in injector.actions for i in ids(act)}
+    return [f"{ev['kind']} on {ev.get('link') or ev.get('src')} at {ev['start_s']:g} s"
+            for ev in (injector.events[i] for i in sorted(planned - done))]
 
 
 class Runner:
@@ -59,11 +81,12 @@ class Runner:
         self.netem_ok = netem_ok
         self.netem_why = NO_NETEM
         self.results: list[RunResult] = []
+        self.stopped = False        # the batch stops here: fail_fast, a full disk
 
     def _network(self, plan: RunPlan, run_dir: Path):
         if self.network_factory is not None:
             return self.network_factory(plan=plan, run_dir=run_dir, target=self.target)
-        return plan.network(target=self.target, run_dir=run_dir)
+        return build_network(plan, target=self.target, run_dir=run_dir)
 
     def _netem(self) -> bool:
         """Whether netem jitter can run here (checked once, only when the
@@ -93,8 +116,14 @@ class Runner:
                 after(result)
                 if self.signals.interrupted:
                     break
+                if result.disk_full:
+                    self.say(f"disk full: stopping after {result.run_dir.name}; free space under {self.exp_dir} "
+                             "and run again")
+                    self.stopped = True
+                    break
                 if self.fail_fast and result.status != "ok":
                     self.say(f"--fail-fast: stopping after {result.run_dir.name} ({result.status})")
+                    self.stopped = True
                     break
         except KeyboardInterrupt:
             self.signals.count = max(self.signals.count, 1)     # between runs: nothing to tear down
@@ -102,7 +131,12 @@ class Runner:
 
     # --- one run ---------------------------------------------------------------
     def run_one(self, variant: str, repeat: int) -> RunResult:
-        run_dir = R.make_run_dir(self.exp_dir, self.stamp, variant, repeat)
+        try:
+            run_dir = R.make_run_dir(self.exp_dir, self.stamp, variant, repeat)
+        except OSError as exc:
+            return RunResult(self.exp_dir / f"{self.stamp}-{variant}-rep{repeat}", variant, repeat, status="failed",
+                             reason=_write_failure("cannot make the run directory", exc),
+                             disk_full=is_disk_full(exc))
         res = RunResult(run_dir, variant, repeat)
         t_start = time.time()
         meta: dict[str, Any] = {
@@ -112,6 +146,7 @@ class Runner:
             "started": _utc(t_start), "jitter_fallbacks": [], "sweep_point": self.spec.sweep_point,
         }
         try:
+            R.write_json(run_dir / "meta.json", meta)      # first: on a full disk its status can still be set
             # inside the try: a job file that cannot run fails this run only
             plan = run_plan(self.spec, variant, repeat, self._netem(), self.netem_why, self.target)
             meta["jitter_fallbacks"] = list(plan.notes)
@@ -124,19 +159,43 @@ class Runner:
             write_schedule(run_dir / "jitter.jsonl", plan.schedule)
             self._run_network(plan, run_dir, res, meta)
             res.status = "ok"
+            if res.jitter_not_applied:
+                self.say(f"jitter: {run_dir.name} ended before these entries started, never applied: "
+                         + ", ".join(res.jitter_not_applied))
         except KeyboardInterrupt:
             res.status, res.reason = "interrupted", INTERRUPTED
         except RunFailed as exc:
             res.status, res.reason = "failed", str(exc)
+        except OSError as exc:
+            res.status, res.reason = "failed", _write_failure("a record could not be written", exc)
+            res.disk_full = res.disk_full or is_disk_full(exc)
         except Exception as exc:
             res.status, res.reason = "failed", f"{type(exc).__name__}: {exc}"
         finally:
             if self.signals.interrupted and res.status != "interrupted":
                 res.status, res.reason = "interrupted", INTERRUPTED
-            meta.update(status=res.status, reason=res.reason, wall_s=round(time.time() - t_start, 3),
-                        ended=_utc(), agents_exit=res.agent_codes, wrong_result=res.wrong)
-            R.write_json(run_dir / "meta.json", meta)
+            self._write_meta(run_dir, res, meta, t_start)
         return res
+
+    def _write_meta(self, run_dir: Path, res: RunResult, meta: dict, t_start: float) -> None:
+        """meta.json's final state; a run whose meta.json cannot be written
+        (a full disk) is failed, and its status is still set where the file
+        can hold it (rundir.write_status)."""
+        meta.update(status=res.status, reason=res.reason, wall_s=round(time.time() - t_start, 3),
+                    ended=_utc(), agents_exit=res.agent_codes, wrong_result=res.wrong,
+                    jitter_not_applied=res.jitter_not_applied)
+        if res.status == "ok" and meta.get("disk_full"):
+            res.status, res.reason, res.disk_full = "failed", "disk full: " + "; ".join(meta["problems"]), True
+            meta.update(status=res.status, reason=res.reason)
+        short = {k: meta.get(k) for k in ("experiment", "variant", "repeat", "target", "network_id", "status", "ended",
+                                          "wrong_result")}
+        problem = R.write_status(run_dir / "meta.json", meta, {**short, "reason": res.reason[:300]})
+        if problem is None:
+            return
+        self.say(f"meta: {problem}")
+        if res.status == "ok":
+            res.status, res.reason, res.disk_full = "failed", f"disk full: {problem}", True
+            R.write_status(run_dir / "meta.json", meta, {**short, "status": "failed", "reason": res.reason[:300]})
 
     def _run_network(self, plan: RunPlan, run_dir: Path, res: RunResult, meta: dict) -> None:
         jobs_dir = run_dir / "jobs"
@@ -174,6 +233,7 @@ class Runner:
                     monitor.start(net, agents)
 
                 supervise(net, agents, injector, t_spawn, deadline_s, res, on_all_started)
+                res.jitter_not_applied = not_applied(injector)
             finally:
                 monitor.stop()
                 for problem in injector.stop(restore=not self.signals.interrupted):
@@ -188,6 +248,10 @@ class Runner:
             net.dump_switches(run_dir / "switches")
         except Exception as exc:
             meta.setdefault("problems", []).append(f"switch dump: {type(exc).__name__}: {exc}")
+            meta["disk_full"] = meta.get("disk_full") or is_disk_full(exc)
+            for path in (run_dir / "switches").glob("*.json"):    # a dump cut short is no record
+                if path.stat().st_size == 0:
+                    path.unlink()
         # the twins' port counters (rx, tx, queue drops, send errors): where
         # packets were lost, which the P4 counters cannot say
         ports = {}

@@ -10,23 +10,27 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from statistics import mean, stdev
 
 from analysis.oracle import job_comparison
 from analysis.records import load_run
 from analysis.report import analyse_run, summarise, write_report
+from contract import exits
 from experiments import rundir as R
 from experiments.config import ExperimentSpec
 from experiments.oracle import ModelError
 from experiments.oracle.export import document
 from experiments.oracle.scenario import predict_repeats
+from experiments.signals import Signals
 from experiments.supervise import RunResult
+from experiments.tables import align, fmt
 
-EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+# kept for the callers that name them here; contract.exits is where they live
+EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED = (
+    exits.OK, exits.WRONG, exits.USAGE, exits.FAILED, exits.DISK_FULL, exits.INTERRUPTED)
 
 
 def analyse(results: list[RunResult]) -> list[dict]:
@@ -67,9 +71,7 @@ def oracle_document(spec: ExperimentSpec, schedules: Mapping[int, list[dict]], s
 
 def write_oracle(path: Path, doc: dict) -> None:
     """Compact (step records make it long), atomic."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, separators=(",", ":")) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    R.write_text(path, json.dumps(doc, separators=(",", ":")) + "\n")
 
 
 def summary(spec: ExperimentSpec, results: list[RunResult], analysed: list[dict | None], interrupted: bool,
@@ -83,8 +85,9 @@ def summary(spec: ExperimentSpec, results: list[RunResult], analysed: list[dict 
     complete = bool(analysed) and all(a is not None for a in analysed)
     s = summarise(analysed, oracle) if complete else {"variants": {}, "jobs": job_comparison({}, oracle, [])}
     for v, row in s["variants"].items():
+        # analysis' status: a run the runner saw end well can still lack a rank's records
         means = [a["summary"]["cct_mean_s"] for a, r in zip(analysed, results, strict=True)
-                 if r.variant == v and r.status == "ok"]
+                 if r.variant == v and a["status"] == "ok"]
         row["run_cct_mean_s"], row["run_cct_std_s"] = _stats(means)
         row["wrong_results"] = sorted(set(row.get("wrong_results", []))
                                       | {r.run_dir.name for r in results if r.variant == v and r.wrong})
@@ -92,28 +95,23 @@ def summary(spec: ExperimentSpec, results: list[RunResult], analysed: list[dict 
     for i, r in enumerate(results):
         row = {"run": r.run_dir.name, "variant": r.variant, "repeat": r.repeat, "status": r.status,
                "reason": r.reason, "wrong_result": r.wrong}
+        if r.jitter_not_applied:
+            row["jitter_not_applied"] = len(r.jitter_not_applied)
         if complete:
+            row["status"] = analysed[i]["status"]
+            row["reason"] = analysed[i]["reason"] or r.reason
             a = analysed[i]["summary"]
             row.update(cct_mean_s=a["cct_mean_s"], misalignment_mean=a["misalignment_mean"])
         runs.append(row)
     return {
         "experiment": spec.name,
         "sweep_point": spec.sweep_point,
+        "status": "interrupted" if interrupted else "complete",
         "interrupted": interrupted,
         "runs": runs,
         "cct_change_pct": s["variants"].get("symphony", {}).get("cct_change_pct"),
         **s,
     }
-
-
-def fmt(x, spec="{:.3f}") -> str:
-    return "-" if x is None else spec.format(x)
-
-
-def align(rows: list[tuple[str, ...]], indent: str = "") -> str:
-    """Rows of cells as left-aligned columns."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join(indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
 
 
 def table(summ: dict) -> str:
@@ -140,13 +138,17 @@ def jobs_table(jobs: dict, indent: str = "") -> str:
 
 
 def exit_code(results: list[RunResult], interrupted: bool) -> int:
+    """The worst that happened, one code each (contract.exits): a wrong
+    result, an interrupt, a full disk, a failed run."""
     if any(r.wrong for r in results):
-        return EXIT_WRONG
+        return exits.WRONG
     if interrupted:
-        return EXIT_INTERRUPTED
+        return exits.INTERRUPTED
+    if any(r.disk_full for r in results):
+        return exits.DISK_FULL
     if any(r.status != "ok" for r in results):
-        return EXIT_FAILED
-    return EXIT_OK
+        return exits.FAILED
+    return exits.OK
 
 
 def _targets(results: list[RunResult]) -> str:
@@ -156,10 +158,10 @@ def _targets(results: list[RunResult]) -> str:
             seen.add(json.loads((r.run_dir / "meta.json").read_text()).get("target"))
         except (OSError, ValueError):
             pass
-    return ",".join(sorted(str(t) for t in seen)) or "-"
+    return ",".join(sorted(str(t) for t in seen if t)) or "-"
 
 
-def _print_summary(spec: ExperimentSpec, results: list[RunResult], summ: dict, exp_dir: Path) -> None:
+def _print_summary(spec: ExperimentSpec, results: list[RunResult], summ: dict, written: Path | None) -> None:
     point = f" {spec.sweep_point}" if spec.sweep_point else ""
     print(f"\n{spec.name}{point}: {len(results)} run(s), target {_targets(results)}")
     if summ["variants"]:
@@ -177,48 +179,117 @@ def _print_summary(spec: ExperimentSpec, results: list[RunResult], summ: dict, e
         print("per job, measured and the flow-level oracle on the same schedules"
               " (captured = measured change / oracle change; efficiency = oracle / measured baseline CCT):")
         print(jobs_table(summ["jobs"], "  "))
-    print(f"summary: {exp_dir / 'summary.json'}")
+    late = sum(row.get("jitter_not_applied", 0) for row in summ["runs"])
+    if late:
+        print(f"note: {late} jitter entr{'y' if late == 1 else 'ies'} started after the run had ended and "
+              "were never applied (meta.json jitter_not_applied)")
+    if written is not None:
+        print(f"summary: {written}")
 
 
-def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, stamp: str, *, interrupted: bool,
-                 hurry: bool, report: bool, say) -> dict:
+def _oracle(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, stamp: str,
+            say: Callable[[str], None]) -> tuple[dict | None, Path | None]:
+    """The oracle on the schedules the runs applied, written beside them;
+    (document, path), None for what could not be made or written."""
+    schedules = applied_schedules(results)
+    if not schedules:
+        return None, None
+    try:
+        oracle = oracle_document(spec, schedules, stamp)
+    except ModelError as exc:
+        say(f"oracle: {exc}")
+        return None, None
+    except Exception as exc:        # the model must not cost the batch its summary
+        say(f"oracle failed: {type(exc).__name__}: {exc}")
+        return None, None
+    path = exp_dir / f"{stamp}-oracle.json"
+    try:
+        write_oracle(path, oracle)
+    except OSError as exc:
+        say(f"oracle: {path} not written ({exc.strerror or exc})")
+        return oracle, None
+    return oracle, path
+
+
+def write_summary(exp_dir: Path, stamp: str, summ: dict, say: Callable[[str], None]) -> Path | None:
+    """``<stamp>-summary.json`` (the batch's own, never another's) and
+    ``summary.json`` (the latest).  On a full disk the stamped file that the
+    batch claimed at its start is rewritten in place with its status, and one
+    line says what was not written; the latest is left as it was.  Returns
+    the stamped path when the whole summary is in it."""
+    stamped = exp_dir / f"{stamp}-summary.json"
+    short = {"experiment": summ["experiment"], "stamp": stamp, "status": "incomplete",
+             "reason": "disk full: the summary could not be written"}
+    problem = R.write_status(stamped, summ, short)
+    if problem:
+        say(f"summary: {problem}")
+        return None
+    try:
+        R.write_json(exp_dir / "summary.json", summ)
+    except OSError as exc:
+        say(f"summary: {exp_dir / 'summary.json'} not updated ({exc.strerror or exc}); the summary is in {stamped}")
+    return stamped
+
+
+def report_command(exp_dir: Path, stamp: str) -> str:
+    """The command that makes the batch's report (its run directories by the
+    batch's stamp, which no other batch holds)."""
+    return f"python3 -m analysis report --out {exp_dir / f'{stamp}-report'} {exp_dir}/{stamp}-*-rep*"
+
+
+def _report(results: list[RunResult], exp_dir: Path, stamp: str, oracle_path: Path | None, signals: Signals,
+            say: Callable[[str], None]) -> None:
+    """analysis' report of the runs that ran (ok or failed), complete or
+    absent: an interrupt or a failure leaves no half-made report folder
+    (analysis.report.write_report), and one line says how to make it."""
+    dirs = [r.run_dir for r in results if r.status in ("ok", "failed")]
+    if not dirs:
+        return
+    how = f"make it with: {report_command(exp_dir, stamp)}"
+    if signals.interrupted:
+        print(f"interrupted: no report; {how}")
+        return
+    if any(r.disk_full for r in results):
+        print(f"disk full: no report; free some space, then {how}")
+        return
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            print(f"report:  {write_report(dirs, exp_dir / f'{stamp}-report', oracle=oracle_path)}")
+    except KeyboardInterrupt:
+        print(f"interrupted: no report; {how}")
+    except Exception as exc:
+        say(f"report failed: {type(exc).__name__}: {exc}; {how}")
+
+
+def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, stamp: str, *, signals: Signals,
+                 report: bool, say: Callable[[str], None]) -> dict:
     """Run the oracle on the schedules the runs applied and write it beside
-    them, analyse the runs, write summary.json (and a stamped copy), print
+    them, analyse the runs, write summary.json (and the stamped copy), print
     the tables, write analysis' report (with the oracle beside the runs)
-    unless told not to or interrupted."""
+    unless told not to or interrupted.  A Ctrl-C while the oracle or the
+    analysis runs leaves the summary with the run list only; the summary is
+    written whatever arrives meanwhile; a Ctrl-C during the report leaves no
+    report and says how to make it."""
     analysed: list[dict | None] = [None] * len(results)
     oracle, oracle_path = None, None
     exp_dir.mkdir(parents=True, exist_ok=True)
-    if not hurry:                   # a second Ctrl-C: the run list only, no analysis
-        schedules = applied_schedules(results)
-        if schedules:
-            try:
-                oracle = oracle_document(spec, schedules, stamp)
-                oracle_path = exp_dir / f"{stamp}-oracle.json"
-                write_oracle(oracle_path, oracle)
-            except ModelError as exc:
-                say(f"oracle: {exc}")
-            except Exception as exc:        # the model must not cost the batch its summary
-                say(f"oracle failed: {type(exc).__name__}: {exc}")
+    if not signals.hurry:                   # a second Ctrl-C: the run list only, no analysis
         try:
+            oracle, oracle_path = _oracle(spec, results, exp_dir, stamp, say)
             analysed = analyse(results)
+        except KeyboardInterrupt:
+            say("interrupted: the summary lists the runs without their analysis")
         except Exception as exc:
             say(f"analysis of the runs failed: {type(exc).__name__}: {exc}")
-    summ = summary(spec, results, analysed, interrupted, oracle)
-    summ["stamp"] = stamp
-    summ["oracle_file"] = str(oracle_path) if oracle_path else None
-    R.write_json(exp_dir / f"{stamp}-summary.json", summ)
-    R.write_json(exp_dir / "summary.json", summ)
-    _print_summary(spec, results, summ, exp_dir)
-    ok_dirs = [r.run_dir for r in results if r.status in ("ok", "failed")]
-    if interrupted:
-        print("interrupted: no report; make one with: python3 -m analysis report "
-              + " ".join(str(d) for d in ok_dirs[:4]) + (" ..." if len(ok_dirs) > 4 else ""))
-    elif report and ok_dirs:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                print(f"report:  {write_report(ok_dirs, exp_dir / f'{stamp}-report', oracle=oracle_path)}")
-        except Exception as exc:
-            say(f"report failed: {type(exc).__name__}: {exc}")
+        if any(a is None for a in analysed):
+            analysed = [None] * len(results)
+    with signals.shielded():                # the summary is written whatever arrives now
+        summ = summary(spec, results, analysed, signals.interrupted, oracle)
+        summ["stamp"] = stamp
+        summ["oracle_file"] = str(oracle_path) if oracle_path else None
+        written = write_summary(exp_dir, stamp, summ, say)
+        _print_summary(spec, results, summ, written)
+    if report:
+        _report(results, exp_dir, stamp, oracle_path, signals, say)
     return summ

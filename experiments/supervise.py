@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from contract import exits
 from experiments.jitter.injector import Injector, InjectorError
 from hosts.job import JobSpec
 
@@ -19,7 +20,10 @@ REPO = Path(__file__).resolve().parents[1]
 POLL_S = 0.1                  # supervision period: deaths are noticed within ~0.1-0.3 s
 AGENT_GRACE_S = 2.0           # after one agent failed, how long the others may still finish
 STARTUP_S = 30.0              # every agent must log its first event within this
-EXIT_MEANINGS = {1: "a result was wrong", 2: "bad job file or arguments", 3: "a deadline passed"}
+# what an agent's exit code says (hosts.agent; contract.exits)
+EXIT_MEANINGS = {exits.WRONG: "a result was wrong", exits.USAGE: "bad job file or arguments",
+                 exits.FAILED: "a deadline passed or a socket failed",
+                 exits.DISK_FULL: "disk full: it could not write its records"}
 
 
 class RunFailed(Exception):
@@ -34,8 +38,10 @@ class RunResult:
     status: str = "running"           # ok | failed | interrupted
     reason: str = ""
     wrong: bool = False               # an AllReduce result was wrong
+    disk_full: bool = False           # a record could not be written: no space left
     fidelity: str | None = None       # ok | degraded (experiments/fidelity.py); None: not assessed
     agent_codes: dict[str, int | None] = field(default_factory=dict)
+    jitter_not_applied: list[str] = field(default_factory=list)    # entries that start after the run ended
 
 
 @dataclass
@@ -105,7 +111,7 @@ def agent_failure(a: Agent, code: int, now: float) -> str:
     msg = f"{a.label} exited with code {code} at t={now:.1f}s"
     if code in EXIT_MEANINGS:
         msg += f" ({EXIT_MEANINGS[code]})"
-    reason = agent_error_reason(a.jsonl) or (tail(a.log) if code == 2 else None)
+    reason = agent_error_reason(a.jsonl) or (tail(a.log) if code in (exits.USAGE, exits.DISK_FULL) else None)
     if reason:
         msg += f": {reason}"
     return msg
@@ -146,7 +152,8 @@ def supervise(net, agents: list[Agent], injector: Injector, t0: float, deadline_
             elif code != 0 and first_failure is None:
                 first_failure = agent_failure(a, code, now)
                 failed_at = now
-                res.wrong = res.wrong or code == 1
+                res.wrong = res.wrong or code == exits.WRONG
+                res.disk_full = res.disk_full or code == exits.DISK_FULL
         if running == 0:
             break
         if first_failure is not None and now - failed_at > AGENT_GRACE_S:
@@ -156,6 +163,7 @@ def supervise(net, agents: list[Agent], injector: Injector, t0: float, deadline_
         due = injector.next_due() if started else None
         wait = POLL_S if due is None else min(POLL_S, max(0.0, due - injector.elapsed()))
         time.sleep(max(wait, 0.001))
-    res.wrong = res.wrong or any(a.proc.returncode == 1 for a in agents)
+    res.wrong = res.wrong or any(a.proc.returncode == exits.WRONG for a in agents)
+    res.disk_full = res.disk_full or any(a.proc.returncode == exits.DISK_FULL for a in agents)
     if first_failure is not None:
         raise RunFailed(first_failure)

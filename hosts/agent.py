@@ -4,14 +4,17 @@
 
 Runs the job's iterations over its transport, checks every result bit for bit
 against the sum computed in the ring's order, and writes its events to
-DIR/rank<R>.jsonl (default DIR: ./agents).  Exit codes: 0 every iteration
-exact; 1 a result was wrong; 2 bad job file or arguments; 3 a deadline passed
-(an `error` event says what the rank was waiting for).
+DIR/rank<R>.jsonl (default DIR: ./agents).  Exit codes (contract.exits,
+docs/hosts.md): 0 every iteration exact; 1 a result was wrong; 2 bad job file
+or arguments; 3 a deadline passed (an `error` event says what the rank was
+waiting for) or a socket failed; 4 its records could not be written (disk
+full); 130/143 SIGINT/SIGTERM.  Every failure is one line on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import os
 import signal
@@ -21,16 +24,15 @@ from pathlib import Path
 
 import numpy as np
 
+from contract import exits
 from contract.events import EventLog
 from contract.tags import ring_step, steps_per_iteration
 from hosts import dcqcn, ring
-from hosts.job import JobError, JobSpec, derived_deadlines, first_step_slack, load_job
+from hosts.job import JobError, JobSpec, derived_deadlines, first_step_slack, load_job, precomputed
 from hosts.tcp.sockets import TcpTransport
 from hosts.transport import Transport, TransportTimeout
 from hosts.udp.sockets import UdpTransport
 
-EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_DEADLINE = 0, 1, 2, 3
-PRECOMPUTE_BYTES = 64 << 20    # inputs and references computed before the first step up to this size
 # the class of each name in contract.tags.TRANSPORTS
 TRANSPORT_CLASSES: dict[str, type[Transport]] = {"udp": UdpTransport, "tcp": TcpTransport}
 
@@ -52,6 +54,43 @@ def stats_fields(tr) -> dict:
 
 class UsageError(Exception):
     """Bad arguments or environment: one line to stderr, exit 2."""
+
+
+class RecordsLost(Exception):
+    """The agent's records could not be written: exit 4 on a full disk, 3
+    on any other write error."""
+
+    def __init__(self, path: Path, error: OSError):
+        super().__init__(f"cannot write its records ({path}): {error.strerror or error}")
+        self.full = exits.is_disk_full(error)
+
+
+class Records:
+    """The agent's EventLog: a write that fails raises RecordsLost, one
+    exception for every place that records an event (the agent's loop, the
+    transport's rate and counter events)."""
+
+    def __init__(self, path: Path, job: int, rank: int):
+        self.path = path
+        self._log = EventLog(path, job, rank)
+
+    def emit(self, kind: str, iter: int, step: int, **fields):
+        try:
+            return self._log.emit(kind, iter=iter, step=step, **fields)
+        except OSError as e:
+            raise RecordsLost(self.path, e) from None
+
+    def close(self) -> None:
+        """Never raises: a line that could not be written was reported when
+        it failed (closing retries its flush)."""
+        with contextlib.suppress(OSError):
+            self._log.close()
+
+
+def say(line: str) -> None:
+    """One line to stderr, which may be a file on the full disk too."""
+    with contextlib.suppress(OSError):
+        print(line, file=sys.stderr, flush=True)
 
 
 class Terminated(BaseException):
@@ -76,7 +115,7 @@ def rate_control(spec: JobSpec, now: float):
 
 
 class Agent:
-    def __init__(self, spec: JobSpec, rank: int, log: EventLog):
+    def __init__(self, spec: JobSpec, rank: int, log: Records):
         self.spec = spec
         self.rank = rank
         self.n = spec.n_ranks
@@ -118,7 +157,7 @@ class Agent:
         # rank draws every rank's input), 16 agents on 2 cores spent ~20 ms of
         # CPU each between iterations, which the ring waited for
         ahead = {it: self.data(it) for it in range(spec.iterations)} \
-            if 2 * spec.iterations * spec.message_bytes <= PRECOMPUTE_BYTES else {}
+            if precomputed(spec.iterations, spec.message_bytes) else {}
         start = time.monotonic()
         run_deadline = start + self.run_s
         wrong = 0
@@ -160,7 +199,7 @@ class Agent:
         self.tr.linger(linger_idle_s(spec.udp), run_deadline)
         self.log.emit("stats", iter=spec.iterations - 1, step=last,
                       **stats_fields(self.tr))
-        return EXIT_WRONG if wrong else EXIT_OK
+        return exits.WRONG if wrong else exits.OK
 
     def fail(self, it: int, step: int, which: str, limit: float, info: dict) -> int:
         reason = f"{which} deadline of {limit:.1f} s passed waiting for {info['what']}"
@@ -168,8 +207,8 @@ class Agent:
         self.log.emit("error", iter=it, step=step, reason=reason, deadline=which, **fields)
         self.log.emit("stats", iter=it, step=step,
                       **stats_fields(self.tr))
-        print(f"hosts.agent rank {self.rank}: {reason}", file=sys.stderr)
-        return EXIT_DEADLINE
+        say(f"hosts.agent rank {self.rank}: {reason}")
+        return exits.FAILED
 
 
 def parse_args(argv) -> argparse.Namespace:
@@ -181,53 +220,67 @@ def parse_args(argv) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def open_records(args) -> tuple[JobSpec, Records]:
+    """The job and the agent's records; JobError or UsageError."""
+    spec = load_job(args.job)
+    if not 0 <= args.rank < spec.n_ranks:
+        raise UsageError(f"--rank {args.rank}: the job has ranks 0..{spec.n_ranks - 1}")
+    if spec.data_port < 1024 and os.geteuid() != 0:
+        raise UsageError(f"data_port {spec.data_port} is a privileged port: run as root")
+    log_dir = Path(args.log_dir)
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        return spec, Records(log_dir / f"rank{args.rank}.jsonl", spec.job, args.rank)
+    except OSError as e:
+        raise UsageError(f"--log-dir {log_dir}: {e.strerror or e}") from None
+
+
+def serve(spec: JobSpec, rank: int, log: Records) -> int:
+    """Open the transport, run the iterations, record how it ended; the exit
+    code.  RecordsLost when a record could not be written."""
+    try:
+        agent = Agent(spec, rank, log)
+        try:
+            agent.tr.open()
+        except OSError as e:
+            ip = spec.ranks[rank].ip
+            hint = " (is this rank's address on this host?)" if e.errno == errno.EADDRNOTAVAIL else ""
+            raise UsageError(f"cannot bind {ip} ports {spec.data_port}-"
+                             f"{spec.data_port + 1}: {e.strerror or e}{hint}") from None
+    except UsageError as e:
+        say(f"hosts.agent: {e}")
+        return exits.USAGE
+    try:
+        return agent.run()
+    except OSError as e:
+        # e.g. a step's tagged port held by a socket without SO_REUSEADDR
+        reason = f"socket error: {e.strerror or e}"
+        say(f"hosts.agent rank {rank}: {reason}")
+        log.emit("error", iter=agent.at[0], step=agent.at[1], reason=reason)
+        return exits.FAILED
+    except (KeyboardInterrupt, Terminated) as e:
+        # the events so far are on disk; add the counters, then go
+        log.emit("stats", iter=agent.at[0], step=agent.at[1], **stats_fields(agent.tr))
+        return exits.TERMINATED if isinstance(e, Terminated) else exits.INTERRUPTED
+    finally:
+        agent.tr.close()
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)      # argparse prints its own one-line usage error, exit 2
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        spec = load_job(args.job)
-        if not 0 <= args.rank < spec.n_ranks:
-            raise UsageError(f"--rank {args.rank}: the job has ranks 0..{spec.n_ranks - 1}")
-        if spec.data_port < 1024 and os.geteuid() != 0:
-            raise UsageError(f"data_port {spec.data_port} is a privileged port: run as root")
-        log_dir = Path(args.log_dir)
-        try:
-            log_dir.mkdir(parents=True, exist_ok=True)
-            log = EventLog(log_dir / f"rank{args.rank}.jsonl", spec.job, args.rank)
-        except OSError as e:
-            raise UsageError(f"--log-dir {log_dir}: {e.strerror or e}") from None
+        spec, log = open_records(args)
     except (JobError, UsageError) as e:
-        print(f"hosts.agent: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    with log:
-        try:
-            agent = Agent(spec, args.rank, log)
-            try:
-                agent.tr.open()
-            except OSError as e:
-                ip = spec.ranks[args.rank].ip
-                hint = " (is this rank's address on this host?)" \
-                    if e.errno == errno.EADDRNOTAVAIL else ""
-                raise UsageError(f"cannot bind {ip} ports {spec.data_port}-"
-                                 f"{spec.data_port + 1}: {e.strerror or e}{hint}") from None
-        except UsageError as e:
-            print(f"hosts.agent: {e}", file=sys.stderr)
-            return EXIT_USAGE
-        try:
-            return agent.run()
-        except OSError as e:
-            # e.g. a step's tagged port held by a socket without SO_REUSEADDR
-            reason = f"socket error: {e.strerror or e}"
-            log.emit("error", iter=agent.at[0], step=agent.at[1], reason=reason)
-            print(f"hosts.agent rank {args.rank}: {reason}", file=sys.stderr)
-            return EXIT_DEADLINE
-        except (KeyboardInterrupt, Terminated) as e:
-            # the events so far are on disk; add the counters, then go
-            log.emit("stats", iter=agent.at[0], step=agent.at[1],
-                     **stats_fields(agent.tr))
-            return 143 if isinstance(e, Terminated) else 130
-        finally:
-            agent.tr.close()
+        say(f"hosts.agent: {e}")
+        return exits.USAGE
+    try:
+        return serve(spec, args.rank, log)
+    except RecordsLost as e:
+        say(f"hosts.agent rank {args.rank}: {e}")
+        return exits.DISK_FULL if e.full else exits.FAILED
+    finally:
+        log.close()
 
 
 if __name__ == "__main__":

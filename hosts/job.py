@@ -29,6 +29,8 @@ STEP_SLACK_S = 5.0      # covers peers that start a few seconds apart
 RUN_SLACK_S = 15.0
 START_SLACK_S = 10.0    # extra for the run's first step: every agent must have started
 UNKNOWN_RATE_BPS = 10e6  # link rate assumed for deadlines when the job names none
+AGENT_BASE_BYTES = 40 * 2**20   # an agent's peak RSS with a tiny message: 36.7 MB measured
+PRECOMPUTE_BYTES = 64 << 20    # inputs and references computed before the first step up to this size
 DEFAULT_PRESET = "emulation"
 # the [dcqcn] keys that are not overrides of a DcqcnParams field
 DCQCN_KEYS = ("preset", "line_rate_mbit", "step_ms", "timer_floor_ms")
@@ -131,6 +133,28 @@ def derived_deadlines(spec: JobSpec) -> tuple[float, float]:
     d = spec.deadlines
     return (d.step_s if d.step_s is not None else step_s,
             d.run_s if d.run_s is not None else run_s)
+
+
+def precomputed(iterations: int, message_bytes: int) -> bool:
+    """Whether the agent draws every iteration's input and reference before
+    the first step (they fit in PRECOMPUTE_BYTES)."""
+    return 2 * iterations * message_bytes <= PRECOMPUTE_BYTES
+
+
+def agent_memory_bytes(n_ranks: int, message_bytes: int, iterations: int = 1) -> int:
+    """An agent's peak memory.  While it computes an iteration's reference
+    it holds every rank's input (N x S), its own input, the result and two
+    chunk-sized temporaries of the sum, (N + 2 + 2/N) x S, on top of the
+    interpreter with numpy and the transport (AGENT_BASE_BYTES); beside that
+    the iterations drawn ahead (2 S each, at most PRECOMPUTE_BYTES), or,
+    drawing one iteration at a time, the last iteration's buffers and what
+    the allocator keeps of them (6 S).  Measured as the peak RSS of agents
+    on loopback (docs/hosts.md, "Memory"); a test keeps the two together."""
+    if precomputed(iterations, message_bytes):
+        held = 2 * (iterations - 1) * message_bytes
+    else:
+        held = 6 * message_bytes if iterations > 1 else 0
+    return AGENT_BASE_BYTES + math.ceil((n_ranks + 2 + 2 / n_ranks) * message_bytes) + held
 
 
 def first_step_slack(spec: JobSpec) -> float:
@@ -297,17 +321,19 @@ def _dcqcn(t: dict, message_bytes: int, n_ranks: int) -> dict:
             continue
         if not isinstance(v, (bool, int, float)):
             raise JobError(f"dcqcn.{k}: expected a number or boolean, got {v!r}")
-    if preset != dcqcn.PRESET_OFF:
-        rate = out.get("line_rate_mbit", UNKNOWN_RATE_BPS / 1e6) * 1e6
-        overrides = {k: v for k, v in out.items() if k not in DCQCN_KEYS}
-        try:
-            floor = out.get("timer_floor_ms")
-            dcqcn.make_params(preset, rate, _regime_step_s(out, message_bytes, n_ranks),
-                              None if floor is None else floor / 1000.0, **overrides)
-        except TypeError as e:
-            raise JobError(f"dcqcn: {e}") from None
-        except ValueError as e:
-            raise JobError(str(e) if str(e).startswith("dcqcn") else f"dcqcn: {e}") from None
+    # preset off ignores the overrides, but a misspelt or impossible one is
+    # refused all the same: the emulation preset's parameters check them
+    checked = DEFAULT_PRESET if preset == dcqcn.PRESET_OFF else preset
+    rate = out.get("line_rate_mbit", UNKNOWN_RATE_BPS / 1e6) * 1e6
+    overrides = {k: v for k, v in out.items() if k not in DCQCN_KEYS}
+    try:
+        floor = out.get("timer_floor_ms")
+        dcqcn.make_params(checked, rate, _regime_step_s(out, message_bytes, n_ranks),
+                          None if floor is None else floor / 1000.0, **overrides)
+    except TypeError as e:
+        raise JobError(f"dcqcn: {e}") from None
+    except ValueError as e:
+        raise JobError(str(e) if str(e).startswith("dcqcn") else f"dcqcn: {e}") from None
     return out
 
 
@@ -318,6 +344,8 @@ def load_job(path) -> JobSpec:
             doc = tomllib.load(f)
     except OSError as e:
         raise JobError(f"{p}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise JobError(f"{p}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})") from None
     except tomllib.TOMLDecodeError as e:
         raise JobError(f"{p}: not valid TOML: {e}") from None
     try:

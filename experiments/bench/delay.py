@@ -40,6 +40,7 @@ from pathlib import Path
 
 from experiments import config as C
 from experiments.bench import twin as twin_bench
+from experiments.network import build_network
 from experiments.plan import run_plan
 from experiments.runner import Runner
 from hosts.udp.params import UdpParams
@@ -147,7 +148,7 @@ def network_phase(rate: float, args, run_dir: Path) -> dict:
     spec = C.resolve(bench_config(rate, args.delay_ms))
     plan = run_plan(spec, "baseline", 1, netem_available(), target=args.target)
     out: dict = {}
-    net = plan.network(target=args.target, run_dir=run_dir)
+    net = build_network(plan, target=args.target, run_dir=run_dir)
     with net:
         out["target"], out["via"] = net.target, net.via
         rtts = ping_rtts(net, "h1", "h2")

@@ -26,6 +26,9 @@ def load_raw(path: str | Path) -> dict:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        byte = exc.object[exc.start]
+        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{byte:02x} at offset {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
 
@@ -39,6 +42,7 @@ def _name(raw: dict, source: str) -> str:
     name = S.string("name", raw.get("name", Path(source).stem))
     if not name or not all(c.isalnum() or c in "-_." for c in name) or name[0] == ".":
         raise ConfigError(f"name: use letters, digits, '-', '_' or '.', got {name!r}")
+    S.dir_name("name", name, "results/<name>/")
     return name
 
 
@@ -109,7 +113,7 @@ def resolve(raw: dict, source: str = "config") -> ExperimentSpec:
     jobs = tuple(JobConfig(placed=p, **rest) for p, rest in zip(placed, rests, strict=True))
     dcqcn = sections.dcqcn(raw.get("dcqcn", {}))
     ecn = sections.ecn(raw.get("ecn", {}), topology)
-    symphony = sections.symphony(raw.get("symphony", {}))
+    symphony = sections.symphony(raw.get("symphony", {}), topology)
     _check_trackable(jobs, symphony)
     jit = raw.get("jitter", [])
     if not isinstance(jit, list):

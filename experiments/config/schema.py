@@ -24,6 +24,15 @@ DEFAULT_PLACEMENT = "interleave"
 DATA_PORT_BASE = 5000          # job i's data port: DATA_PORT_BASE + DATA_PORT_STRIDE * i
 DATA_PORT_STRIDE = 10
 DATA_PORT_MAX = 0xC000 - 2     # a job's data and control ports lie below the step-tag ports
+# What the emulation can carry on a link: the switches forward in software
+# (the twin about 101k 1500-byte packets/s per core, 1.2 Gbit/s; BMv2 less,
+# docs/topologies.md) and Mininet's own TCIntf shapes up to 1000 Mbit/s.  A
+# faster link would run at what the machine manages, not at its rate, and the
+# deadlines derived from the rate would not hold.
+MAX_LINK_RATE_MBIT = 1000.0
+# The config's name and a sweep point's label are directory names of their
+# own (results/<name>/<label>/): at most NAME_MAX bytes on Linux file systems.
+NAME_MAX_BYTES = 255
 
 TOP_KEYS = {"name", "seed", "repeats", "variants", "topology", "jobs", "dcqcn", "ecn",
             "symphony", "jitter", "runner", "sweep"}
@@ -130,6 +139,13 @@ def span(path: str, v: Any, lo: float = 0.0, lo_open: bool = False) -> float | l
     def check(p: str, x: Any) -> float:
         return real(p, x, lo=lo, lo_open=lo_open)
     return pair(path, v, check) if isinstance(v, list) else check(path, v)
+
+
+def dir_name(path: str, name: str, where: str) -> None:
+    """A name that becomes a directory: at most NAME_MAX_BYTES (UTF-8)."""
+    size = len(name.encode("utf-8"))
+    if size > NAME_MAX_BYTES:
+        raise ConfigError(f"{path}: {size} bytes long, at most {NAME_MAX_BYTES}: it names a directory ({where})")
 
 
 def no_unknown(path: str, t: dict, allowed: set[str]) -> None:

@@ -31,16 +31,23 @@ def topology(raw: Any) -> TopoParams:
         for key in S.LEAFSPINE_KEYS:
             if key in t:
                 raise ConfigError(f"topology.{key}: only meaningful for kind 'leafspine'")
-    host_rate = S.real("topology.host_rate_mbit", S.required("topology", t, "host_rate_mbit"), lo=0, lo_open=True)
+    host_rate = _link_rate("topology.host_rate_mbit", S.required("topology", t, "host_rate_mbit"))
     out["host_rate_mbit"] = host_rate
     # written out (not None) so that config.toml says the fabric's rate
-    out["fabric_rate_mbit"] = S.real("topology.fabric_rate_mbit", t.get("fabric_rate_mbit", host_rate),
-                                     lo=0, lo_open=True)
+    out["fabric_rate_mbit"] = _link_rate("topology.fabric_rate_mbit", t.get("fabric_rate_mbit", host_rate))
     for key in ("host_delay_ms", "fabric_delay_ms"):
         out[key] = S.real(f"topology.{key}", t.get(key, d[key]), lo=0)
     out["queue_depth_pkts"] = S.integer("topology.queue_depth_pkts", t.get("queue_depth_pkts", d["queue_depth_pkts"]),
                                         lo=1)
     return TopoParams(**out)
+
+
+def _link_rate(path: str, v: Any) -> float:
+    rate = S.real(path, v, lo=0, lo_open=True)
+    if rate > S.MAX_LINK_RATE_MBIT:
+        raise ConfigError(f"{path}: at most {S.MAX_LINK_RATE_MBIT:g} Mbit/s, got {v!r}: the emulation cannot carry "
+                          "more (its switches forward in software, the twin about 1.2 Gbit/s per core)")
+    return rate
 
 
 def job(i: int, raw: Any) -> tuple[JobRequest, dict[str, Any]]:
@@ -101,13 +108,17 @@ def ecn(raw: Any, topo: TopoParams) -> EcnParams:
     return EcnParams(kmin=kmin, kmax=kmax, pmax=S.real("ecn.pmax", e.get("pmax", d["pmax"]), lo=0, hi=1))
 
 
-def symphony(raw: Any) -> SymphonyParams:
+def symphony(raw: Any, topo: TopoParams) -> SymphonyParams:
     s = S.table("symphony", raw)
     S.no_unknown("symphony", s, S.SYMPHONY_KEYS)
     d = S.SYMPHONY_DEFAULTS
+    k_sym = S.integer("symphony.k_sym", s.get("k_sym", d["k_sym"]), lo=0)
+    if k_sym > topo.queue_depth_pkts:
+        # a queue never reaches it: Symphony would never mark
+        raise ConfigError(f"symphony.k_sym: {k_sym} exceeds topology.queue_depth_pkts ({topo.queue_depth_pkts}): "
+                          "no queue reaches it, so Symphony would never mark")
     return SymphonyParams(threshold=S.integer("symphony.threshold", s.get("threshold", d["threshold"]), lo=0, hi=255),
-                          k_sym=S.integer("symphony.k_sym", s.get("k_sym", d["k_sym"]), lo=0),
-                          p_sym=S.real("symphony.p_sym", s.get("p_sym", d["p_sym"]), lo=0, hi=1))
+                          k_sym=k_sym, p_sym=S.real("symphony.p_sym", s.get("p_sym", d["p_sym"]), lo=0, hi=1))
 
 
 def runner(raw: Any) -> RunnerParams:

@@ -8,6 +8,7 @@ import itertools
 from dataclasses import replace
 from typing import Any
 
+from experiments.config import schema as S
 from experiments.config.resolve import resolve
 from experiments.config.schema import ConfigError
 from experiments.config.spec import ExperimentSpec
@@ -46,6 +47,7 @@ def sweep_points(raw: dict, source: str = "config") -> list[tuple[str, Experimen
         for key, value in zip(keys, combo, strict=True):
             set_path(point_raw, key, value)
         label = "_".join(f"{key.split('.')[-1]}{_label_value(value)}" for key, value in zip(keys, combo, strict=True))
+        S.dir_name("sweep: a point's label", label, "results/<name>/<point label>/")
         try:
             spec = resolve(point_raw, source)
         except ConfigError as exc:

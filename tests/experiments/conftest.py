@@ -12,7 +12,7 @@ import pytest
 from experiments import config as C
 
 # A stand-in for hosts.agent: reads the job file, writes schema-valid events,
-# behaves as FAKE_MODE says: ok | wrong | hang | fail3.
+# behaves as FAKE_MODE says: ok | wrong | hang | fail3 | full (rank 1 finds the disk full).
 FAKE_AGENT = r"""
 import os, sys, time
 from contract.events import EventLog
@@ -37,6 +37,10 @@ with EventLog(os.path.join(log_dir, f"rank{rank}.jsonl"), job.job, rank) as log:
         if mode == "fail3" and rank == 1:
             log.emit("error", it, step, reason="waited 5 s for step 3 data from rank 0")
             sys.exit(3)
+        if mode == "full" and rank == 1:
+            print("hosts.agent rank 1: cannot write its records (rank1.jsonl): No space left on device",
+                  file=sys.stderr)
+            sys.exit(4)
         log.emit("iter_end", it, step, exact=(mode != "wrong" or rank != 0))
 sys.exit(1 if mode == "wrong" and rank == 0 else 0)
 """

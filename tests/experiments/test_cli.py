@@ -15,9 +15,9 @@ import tomllib
 import pytest
 import tomli_w
 
-from experiments import cli
+from experiments import cli, cli_common, cli_model, cli_run
 from experiments import config as C
-from experiments import plan as P
+from experiments import network as N
 from experiments import runner as RN
 from tests.harness import REPO
 from topologies.network.names import PREFIX
@@ -75,7 +75,7 @@ def test_sweep_through_the_cli_loop(tmp_path, monkeypatch, capsys, fake_net):
                         lambda self, plan, run_dir: fake_net(plan=plan, run_dir=run_dir, target=self.target))
     monkeypatch.setattr(RN.Runner, "_netem", lambda self: False)
     args = argparse.Namespace(out=tmp_path, fail_fast=False, no_report=True, target="soft")
-    code = cli.run_points(args, points)
+    code = cli_run.run_points(args, points)
     assert code == 0
     assert sorted(p.name for p in (tmp_path / "sw").iterdir() if p.is_dir()) == [
         "fraction0.25_threshold0", "fraction0.25_threshold2", "fraction0.5_threshold0", "fraction0.5_threshold2"]
@@ -142,8 +142,8 @@ def test_net_installs_a_tcp_job_in_tcp_mode(tmp_path, monkeypatch):
         built.append((topo, jobs, kw))
         raise Recorded
 
-    monkeypatch.setattr(P, "TestbedNetwork", network)
-    monkeypatch.setattr(cli.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(N, "TestbedNetwork", network)
+    monkeypatch.setattr(cli_common.os, "geteuid", lambda: 0)
     with pytest.raises(Recorded):
         cli.main(["net", str(path), "--target", "soft", "--baseline"])
     (topo, jobs, kw), = built
@@ -235,7 +235,7 @@ def test_model_prints_each_jobs_prediction(tmp_path):
 
 
 def test_model_of_a_shipped_config_needs_no_root(monkeypatch, capsys):
-    monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(cli_common.os, "geteuid", lambda: 1000)
     assert cli.main(["model", "experiments/configs/twojobs_straggle.toml", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out["jobs"]) == {"1", "2"}
@@ -266,7 +266,7 @@ SWEEP = {
 def test_rank_points_puts_the_largest_predicted_gain_first(capsys):
     # thresholds 0 and 1 give job 2 -50 % and -25 % (test_flowmodel's victim, 2u and 3u of 4u);
     # at 2 job 1's leading flow is never ahead enough to yield
-    ranked = cli.rank_points(C.sweep_points(SWEEP))
+    ranked = cli_model.rank_points(C.sweep_points(SWEEP))
     assert [label for label, _ in ranked] == ["threshold0", "threshold1", "threshold2"]
     out = capsys.readouterr().out
     assert "oracle ranking" in out and "job 2 -50.00" in out and "job 2 -25.00" in out
@@ -275,8 +275,8 @@ def test_rank_points_puts_the_largest_predicted_gain_first(capsys):
 def test_model_only_prints_the_ranking_and_stops_without_root(tmp_path, monkeypatch, capsys):
     path = tmp_path / "s.toml"
     path.write_text(tomli_w.dumps(SWEEP))
-    monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
-    monkeypatch.setattr(cli, "run_points", lambda *a: pytest.fail("--model-only ran something"))
+    monkeypatch.setattr(cli_common.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(cli_run, "run_points", lambda *a: pytest.fail("--model-only ran something"))
     assert cli.main(["run", str(path), "--sweep", "--model-only", "--out", str(tmp_path / "out")]) == 0
     assert "1  threshold0" in capsys.readouterr().out
     assert not (tmp_path / "out").exists()
@@ -286,9 +286,9 @@ def test_rank_by_oracle_runs_the_points_in_that_order(tmp_path, monkeypatch):
     path = tmp_path / "s.toml"
     path.write_text(tomli_w.dumps(SWEEP))
     ran = []
-    monkeypatch.setattr(cli.os, "geteuid", lambda: 0)
-    monkeypatch.setattr(cli, "resolve_target", lambda target: "soft")
-    monkeypatch.setattr(cli, "run_points", lambda args, points: ran.extend(label for label, _ in points) or 0)
+    monkeypatch.setattr(cli_common.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(cli_common, "resolve_target", lambda target: "soft")
+    monkeypatch.setattr(cli_run, "run_points", lambda args, points: ran.extend(label for label, _ in points) or 0)
     assert cli.main(["run", str(path), "--sweep", "--rank-by-oracle", "--target", "soft"]) == 0
     assert ran == ["threshold0", "threshold1", "threshold2"]
 

@@ -3,7 +3,9 @@ Symphony flows are enabled; the network's jobs carry their transport."""
 
 from dataclasses import replace
 
+from experiments import network as N
 from experiments import plan as P
+from experiments.network import build_network
 from hosts.job import Straggle
 from topologies.switch.params import EcnParams
 
@@ -34,9 +36,9 @@ def test_the_network_is_built_from_the_plan(fake_spec, monkeypatch):
     """TestbedNetwork gets the spec's topology, placed jobs, ECN and the
     variant's Symphony parameters, nothing else."""
     calls = []
-    monkeypatch.setattr(P, "TestbedNetwork", lambda *a, **kw: calls.append((a, kw)))
+    monkeypatch.setattr(N, "TestbedNetwork", lambda *a, **kw: calls.append((a, kw)))
     spec = fake_spec(transport="tcp")
-    P.run_plan(spec, "baseline", 1, netem_ok=False).network(target="soft", run_dir="/tmp/x")
+    build_network(P.run_plan(spec, "baseline", 1, netem_ok=False), target="soft", run_dir="/tmp/x")
     (args, kw), = calls
     assert args == (spec.topo, tuple(j.placed for j in spec.jobs))
     assert kw == {"target": "soft", "run_dir": "/tmp/x", "ecn": spec.ecn,

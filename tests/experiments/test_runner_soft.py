@@ -21,6 +21,7 @@ import pytest
 from contract.events import validate
 from experiments import config as C
 from experiments import runner as RN
+from experiments.network import build_network
 from tests.harness import REPO
 
 CI4 = REPO / "experiments" / "configs" / "ci4.toml"
@@ -134,7 +135,7 @@ def test_killing_a_twin_fails_the_run_and_the_next_repeat_runs(tmp_path):
     nets = []
 
     def factory(plan, run_dir, target):
-        net = plan.network(target=target, run_dir=run_dir)
+        net = build_network(plan, target=target, run_dir=run_dir)
         nets.append((net, run_dir))
         return net
 

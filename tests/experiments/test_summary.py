@@ -13,6 +13,7 @@ from analysis.synthetic import ring_times, write_jobs_run
 from experiments import config as C
 from experiments import summary as SU
 from experiments.jitter import schedule as J
+from experiments.signals import Signals
 from experiments.supervise import RunResult
 
 
@@ -64,7 +65,7 @@ def test_summary_json_sets_the_oracle_beside_the_measured_change(tmp_path, capsy
                            jitter=J.make_schedule(spec, 1))
         results.append(RunResult(d, variant, 1, status="ok"))
     lines: list[str] = []
-    SU.finish_point(spec, results, exp, stamp, interrupted=False, hurry=False, report=True, say=lines.append)
+    SU.finish_point(spec, results, exp, stamp, signals=Signals(), report=True, say=lines.append)
     assert not lines, lines
     s = json.loads((exp / "summary.json").read_text())
     job1, job2 = s["jobs"]["1"], s["jobs"]["2"]
@@ -93,6 +94,6 @@ def test_a_config_the_model_cannot_run_leaves_the_oracle_out(tmp_path, fake_spec
     (tmp_path / "x-baseline-rep1" / "jitter.jsonl").write_text("")
     lines: list[str] = []
     s = SU.finish_point(spec, [RunResult(tmp_path / "x-baseline-rep1", "baseline", 1, status="failed")], tmp_path,
-                        "20990101T000000Z", interrupted=False, hurry=False, report=False, say=lines.append)
+                        "20990101T000000Z", signals=Signals(), report=False, say=lines.append)
     assert s["oracle_file"] is None and s["jobs"] == {}
     assert lines == ["oracle: link h1-l1 has no rate: the model needs topology.host_rate_mbit (and fabric_rate_mbit)"]

@@ -54,7 +54,7 @@ delay_s = 0.5
 
 def _write(tmp_path, text, name="job.toml"):
     p = tmp_path / name
-    p.write_text(text)
+    p.write_bytes(text if isinstance(text, bytes) else text.encode())
     return p
 
 
@@ -155,6 +155,14 @@ def test_not_toml_and_missing_file(tmp_path):
         load_job(tmp_path / "nope.toml")
 
 
+def test_a_job_file_that_is_not_utf8(tmp_path):
+    path = tmp_path / "job.toml"
+    path.write_bytes(b'job = 1\n# caf\xe9\n')
+    with pytest.raises(JobError) as err:
+        load_job(path)
+    assert str(err.value) == f"{path}: not UTF-8 text (byte 0xe9 at offset 13)"
+
+
 def _agent(*args):
     return subprocess.run([sys.executable, "-m", "hosts.agent", *args], capture_output=True,
                           text=True, cwd=REPO, timeout=60)
@@ -165,6 +173,7 @@ def _agent(*args):
     (GOOD.replace('ip = "10.0.0.2"', 'ip = "ten"'), "ranks[1].ip"),
     (GOOD.replace("rto_ms = 50", "rto_ms = -5"), "udp.rto_ms"),
     ("job = [", "not valid TOML"),
+    (b"job = 1\n# \xff\n", "not UTF-8 text (byte 0xff at offset 10)"),
 ])
 def test_agent_malformed_job_one_line_exit_2(tmp_path, text, field):
     p = _write(tmp_path, text)

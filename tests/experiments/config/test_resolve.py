@@ -113,6 +113,12 @@ def test_defaults_are_the_typed_specs(base):
     (lambda r: r["jobs"][0].update(udp={"window_packets": 0}), r"^jobs\[0\]\.udp\.window_packets: "),
     (lambda r: r["jobs"][0].update(deadlines={"step": 1}), r"^jobs\[0\]\.deadlines\.step: "),
     (lambda r: r.update(dcqcn={"preset": "paper", "no_such_field": 1}), r"^dcqcn"),
+    (lambda r: r.update(dcqcn={"preset": "off", "no_such_field": 1}), r"^dcqcn parameter 'no_such_field'"),
+    # what the switches and links can do
+    (lambda r: r.update(symphony={"k_sym": 65}), r"^symphony\.k_sym: 65 exceeds topology\.queue_depth_pkts \(64\)"),
+    (lambda r: r["topology"].update(host_rate_mbit=1000.5), r"^topology\.host_rate_mbit: at most 1000 Mbit/s"),
+    (lambda r: r["topology"].update(fabric_rate_mbit=2000), r"^topology\.fabric_rate_mbit: at most 1000 Mbit/s"),
+    (lambda r: r.update(name="x" * 256), r"^name: 256 bytes long, at most 255"),
     # placement's: two jobs cannot share data or control ports
     (lambda r: r["jobs"].append({"ranks": 2, "message_bytes": 800, "iterations": 1, "data_port": 5001}),
      r"^jobs\[1\]\.data_port: "),
@@ -122,3 +128,13 @@ def test_what_every_run_would_refuse_is_refused_here(base, mutate, message):
     with pytest.raises(C.ConfigError, match=message) as err:
         C.resolve(base)
     assert "\n" not in str(err.value)
+
+
+def test_a_sweep_point_label_must_be_a_directory_name(base):
+    """A point's label names its directory: at most 255 bytes, refused
+    before anything runs."""
+    base["sweep"] = {"symphony.threshold": [1, 2]}
+    assert [label for label, _ in C.sweep_points(base)] == ["threshold1", "threshold2"]
+    base["sweep"] = {"jobs.0.message_bytes": [4 * 10**250]}
+    with pytest.raises(C.ConfigError, match=r"^sweep: a point's label: 264 bytes long, at most 255: it names a "):
+        C.sweep_points(base)

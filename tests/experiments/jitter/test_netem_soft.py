@@ -16,6 +16,7 @@ import pytest
 from experiments import config as C
 from experiments.bench.delay import one_way, overtaken
 from experiments.jitter.injector import Injector
+from experiments.network import build_network
 from experiments.plan import run_plan
 from topologies.network.links import netem_available
 from topologies.spec.netem import NetemParams
@@ -35,7 +36,7 @@ def planned(tmp_path_factory):
                        "delay_ms": ENTRY_DELAY}]}
     plan = run_plan(C.resolve(raw), "baseline", 1, netem_available(), target="soft")
     run_dir = tmp_path_factory.mktemp("netemsoft")
-    net = plan.network(target="soft", run_dir=run_dir)
+    net = build_network(plan, target="soft", run_dir=run_dir)
     with net:
         yield plan, net, run_dir
 

@@ -1,0 +1,130 @@
+"""python3 -m experiments run CONFIG [--target ...] [--repeat N] [--seed S] [--out DIR]
+                                  [--sweep] [--rank-by-oracle] [--model-only] [--fail-fast] [--no-report]:
+every repeat x variant of the config (of each sweep point), then per point
+the oracle, summary.json and the report; the exit code says the worst that
+happened (contract.exits).
+
+The batch's stamp is claimed in ``--out/<name>/`` before anything runs, by
+creating its record exclusively (``<stamp>-summary.json``, a sweep's
+``<stamp>-sweep.json``, "running" until the batch replaces it): two batches
+started in the same second get distinct stamps and never write each other's
+files, and an --out that cannot be written is refused before anything starts."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from contract import exits
+from experiments import config as C
+from experiments import rundir as R
+from experiments import summary as SU
+from experiments.cli_common import load, refuse, root_and_target
+from experiments.cli_model import MODEL_ERRORS, rank_points
+from experiments.runner import Runner
+from experiments.signals import Signals
+from experiments.supervise import REPO, RunResult
+from experiments.tables import fmt
+
+Points = list[tuple[str | None, C.ExperimentSpec]]
+
+
+def claim(out: Path, points: Points) -> str | int:
+    """The batch's stamp in out/<name>/, or the exit code of a one-line
+    refusal when that cannot be written."""
+    name = points[0][1].name
+    sweep = points[0][0] is not None
+    record = {"experiment": name, "status": "running", "pid": os.getpid(),
+              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "reason": "the batch is running: its summary replaces this record when it ends"}
+    try:
+        return R.claim_stamp(out / name, "-sweep.json" if sweep else "-summary.json", record)
+    except OSError as exc:
+        what = exc.strerror or str(exc)
+        if exits.is_disk_full(exc):
+            return refuse(f"--out {out}: disk full ({what})", exits.DISK_FULL)
+        return refuse(f"--out {out}: cannot write there ({what}{': ' + str(exc.filename) if exc.filename else ''})")
+
+
+def write_sweep(path: Path, name: str, stamp: str, rows: list[dict], interrupted: bool) -> None:
+    doc = {"experiment": name, "stamp": stamp, "status": "interrupted" if interrupted else "complete",
+           "points": rows}
+    problem = R.write_status(path, doc, {"experiment": name, "stamp": stamp, "status": "incomplete",
+                                         "reason": "disk full: the sweep table could not be written"})
+    if problem:
+        print(f"sweep: {problem}", file=sys.stderr)
+        return
+    print(f"sweep: {path}")
+    for row in rows:
+        print(f"  {row['point']:<30} change {fmt(row['cct_change_pct'], '{:+.1f}')} %")
+
+
+def run_points(args, points: Points, stamp: str | None = None) -> int:
+    stamp = stamp or claim(args.out, points)
+    if isinstance(stamp, int):
+        return stamp
+    signals = Signals()
+    signals.install()
+    versions = R.versions(REPO)
+    name = points[0][1].name
+    total = sum(spec.repeats * len(spec.variants) for _, spec in points)
+    all_results: list[RunResult] = []
+    sweep_rows = []
+    bar = tqdm(total=total, desc=name, unit="run", file=sys.stderr, dynamic_ncols=True)
+
+    def say(msg: str) -> None:
+        bar.write(msg, file=sys.stderr)
+
+    def done(res: RunResult) -> None:
+        bar.update(1)
+        say(f"{res.run_dir}: {res.status}" + (f" ({res.reason})" if res.reason else ""))
+
+    try:
+        for label, spec in points:
+            if signals.interrupted:
+                break
+            exp_dir = args.out / name / label if label else args.out / name
+            runner = Runner(spec, exp_dir, target=args.target, fail_fast=args.fail_fast, signals=signals,
+                            stamp=stamp, versions=versions, say=say)
+            runner.run_all(before=lambda rep, variant, label=label: bar.set_postfix_str(
+                f"{label + ' ' if label else ''}rep {rep} {variant}"), after=done)
+            all_results.extend(runner.results)
+            summ = SU.finish_point(spec, runner.results, exp_dir, stamp, signals=signals,
+                                   report=not args.no_report, say=say)
+            if label:
+                sweep_rows.append({"point": label, **(spec.sweep_point or {}),
+                                   "cct_change_pct": summ.get("cct_change_pct"),
+                                   **{f"{v}_cct_mean_s": row.get("cct_mean_s") for v, row in summ["variants"].items()},
+                                   "jobs": summ.get("jobs", {})})
+            if runner.stopped:
+                break
+    finally:
+        bar.close()
+        signals.restore()
+    if points[0][0] is not None:
+        write_sweep(args.out / name / f"{stamp}-sweep.json", name, stamp, sweep_rows, signals.interrupted)
+    code = SU.exit_code(all_results, signals.interrupted)
+    if code != exits.OK:
+        print(f"experiments run: {exits.MEANINGS[code]} (see the runs' meta.json)", file=sys.stderr)
+    return code
+
+
+def main(args) -> int:
+    points = load(args, machine=True)
+    if isinstance(points, int):
+        return points
+    if args.rank_by_oracle or args.model_only:
+        try:
+            points = rank_points(points, args.target)
+        except MODEL_ERRORS as exc:
+            return refuse(f"oracle: {exc}")
+        if args.model_only:
+            return exits.OK
+    refused = root_and_target(args)
+    if refused is not None:
+        return refused
+    return run_points(args, points)

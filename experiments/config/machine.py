@@ -1,0 +1,50 @@
+"""What a config asks of this machine, checked before anything starts
+(``check`` and ``run`` alike, through ``experiments.config.load_points``):
+the memory every agent of a run holds at once."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from experiments.config.schema import ConfigError
+from experiments.config.spec import ExperimentSpec
+from hosts.job import agent_memory_bytes
+
+MEMINFO = Path("/proc/meminfo")
+
+
+def available_memory_bytes(meminfo: Path = MEMINFO) -> int:
+    """MemAvailable (what can be allocated without swapping); the physical
+    memory where the kernel does not say."""
+    try:
+        for line in meminfo.read_text(encoding="ascii").splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def agents_memory_bytes(spec: ExperimentSpec) -> int:
+    """The peak memory of a run's agents, all running at once on this machine."""
+    return sum(j.ranks * agent_memory_bytes(j.ranks, j.message_bytes, j.iterations) for j in spec.jobs)
+
+
+def _gb(n: int) -> str:
+    return f"{n / 1e9:.2f} GB"
+
+
+def check_memory(spec: ExperimentSpec, available: int | None = None) -> None:
+    """ConfigError when the agents of a run would need more memory than the
+    machine has available (``available``: bytes; None: read it)."""
+    need = agents_memory_bytes(spec)
+    have = available_memory_bytes() if available is None else available
+    if need <= have:
+        return
+    i, job = max(enumerate(spec.jobs), key=lambda ij: ij[1].ranks * ij[1].message_bytes)
+    each = agent_memory_bytes(job.ranks, job.message_bytes, job.iterations)
+    raise ConfigError(f"jobs[{i}].message_bytes: the run's agents would need {_gb(need)} of memory at once "
+                      f"({job.ranks} agents of {_gb(each)} in job {job.job}: an agent holds every rank's input to "
+                      f"check the result, about (N + 2 + 2/N) x message_bytes), and this machine has {_gb(have)} "
+                      "available")

@@ -1,0 +1,128 @@
+"""What the commands refuse before anything starts, each with one line and
+exit 2 (issue 18, items 6 and 7): a config that is not UTF-8, an --out that
+cannot be written, a name no directory can have, and every config that
+would fail every run; `check` and `run` refuse them alike.  And the
+commands that run no network load nothing of it (`model` answers at once)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from contract import exits
+from experiments import cli
+from tests.harness import REPO
+from tests.harness.mounts import tmpfs
+
+BASE = '[topology]\nkind = "star"\nhosts = 2\nhost_rate_mbit = 10\n' \
+       '[[jobs]]\nranks = 2\nmessage_bytes = 4000\niterations = 1\n'
+
+
+def run_cli(args, capsys) -> tuple[int, list[str], str]:
+    code = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, err.strip().splitlines(), out
+
+
+def test_a_config_that_is_not_utf8_is_one_line(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_bytes(BASE.encode() + b'name = "caf\xe9"\n')
+    for command in ("check", "run", "model"):
+        code, err, _ = run_cli([command, path], capsys)
+        offset = len(BASE) + len('name = "caf')
+        assert code == exits.USAGE and err == [f"config error: {path}: not UTF-8 text (byte 0xe9 at offset {offset})"]
+
+
+def test_a_name_longer_than_a_directory_name_is_refused_by_check(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_text(f'name = "{"n" * 256}"\n' + BASE)
+    code, err, _ = run_cli(["check", path], capsys)
+    assert code == exits.USAGE
+    assert err == ["config error: name: 256 bytes long, at most 255: it names a directory (results/<name>/)"]
+    path.write_text(f'name = "{"n" * 255}"\n' + BASE)
+    assert run_cli(["check", path], capsys)[0] == exits.OK
+
+
+# what used to pass `check` and then fail every run (exit 3)
+FAILS_EVERY_RUN = [
+    ("[dcqcn]\nbogus = 1\n", "config error: dcqcn parameter 'bogus' is unknown"),
+    ('[dcqcn]\npreset = "off"\nbogus = 1\n', "config error: dcqcn parameter 'bogus' is unknown"),
+    ("[dcqcn]\nr_ai_mbit = nan\n", "config error: dcqcn parameter 'r_ai_mbit' must be a number, got nan"),
+    ("[dcqcn]\nr_ai_mbit = -1.0\n", "config error: dcqcn parameter 'r_ai_bps' must be a finite number >= 0"),
+    ("[dcqcn]\nline_rate_mbit = inf\n", "config error: dcqcn.line_rate_mbit: inf outside"),
+    ("[jobs.udp]\nbogus = 1\n", "config error: jobs[0].udp.bogus: unknown field"),
+    ("[jobs.udp]\nrto_ms = -5\n", "config error: jobs[0].udp.rto_ms: -5 outside 1..60000"),
+    ("[jobs.deadlines]\nstep_s = nan\n", "config error: jobs[0].deadlines.step_s: expected a number, got nan"),
+    ("[jobs.deadlines]\nrun_s = inf\n", "config error: jobs[0].deadlines.run_s: inf outside"),
+    ("[symphony]\nk_sym = 65\n", "config error: symphony.k_sym: 65 exceeds topology.queue_depth_pkts (64): "
+                                 "no queue reaches it, so Symphony would never mark"),
+]
+
+
+@pytest.mark.parametrize("extra, line", FAILS_EVERY_RUN)
+def test_check_and_run_refuse_what_would_fail_every_run(tmp_path, capsys, extra, line):
+    path = tmp_path / "c.toml"
+    path.write_text(BASE + extra)
+    for command in ("check", "run"):
+        code, err, out = run_cli([command, path], capsys)
+        assert code == exits.USAGE and len(err) == 1 and err[0].startswith(line), (command, err)
+        assert out == ""
+
+
+@pytest.mark.parametrize("key, value, line", [
+    ("message_bytes", 2**31 + 4, "config error: jobs[0].message_bytes: 2147483652 outside 8..2147483648"),
+    ("host_rate_mbit", 1e7, "config error: topology.host_rate_mbit: at most 1000 Mbit/s, got 10000000.0: "
+                            "the emulation cannot carry more"),
+])
+def test_values_beyond_what_the_testbed_carries(tmp_path, capsys, key, value, line):
+    path = tmp_path / "c.toml"
+    path.write_text(BASE.replace(f"{key} = {10 if key == 'host_rate_mbit' else 4000}", f"{key} = {value}"))
+    for command in ("check", "run"):
+        code, err, _ = run_cli([command, path], capsys)
+        assert code == exits.USAGE and len(err) == 1 and err[0].startswith(line), err
+
+
+def test_a_message_the_machine_cannot_hold_is_refused(tmp_path, capsys):
+    # 4 agents of 2^31 bytes each hold about (4 + 2 + 0.5) x 2 GiB: 56 GB, more than a test machine has free
+    path = tmp_path / "c.toml"
+    path.write_text(BASE.replace("message_bytes = 4000", f"message_bytes = {2**31}")
+                    .replace("hosts = 2", "hosts = 4").replace("ranks = 2", "ranks = 4"))
+    code, err, _ = run_cli(["check", path], capsys)
+    if code == exits.OK:
+        pytest.skip("this machine has the memory for it")
+    assert code == exits.USAGE and len(err) == 1
+    assert err[0].startswith("config error: jobs[0].message_bytes: the run's agents would need 56.00 GB of "
+                             "memory at once (4 agents of 14.00 GB in job 1:")
+    assert err[0].endswith("available")
+    assert run_cli(["model", path], capsys)[0] == exits.OK      # the model runs no agent
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("where", ["proc", "file", "read-only"])
+def test_an_out_that_cannot_be_written_is_one_line(tmp_path, capsys, where):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(BASE)
+    if where == "proc":
+        out, why = "/proc/sym-results", "No such file or directory"
+    elif where == "file":
+        out = tmp_path / "results"
+        out.write_text("")
+        why = "Not a directory"
+    if where != "read-only":
+        code, err, _ = run_cli(["run", cfg, "--target", "soft", "--out", out], capsys)
+        assert code == exits.USAGE and len(err) == 1 and err[0].startswith(f"--out {out}: cannot write there ({why}")
+        return
+    with tmpfs(tmp_path / "ro", read_only=True) as ro:
+        code, err, _ = run_cli(["run", cfg, "--target", "soft", "--out", ro], capsys)
+    assert code == exits.USAGE and err == [f"--out {ro}: cannot write there (Read-only file system: {ro}/c)"]
+
+
+def test_model_and_check_import_neither_mininet_nor_matplotlib():
+    """`model` answers in well under a second: the dispatcher loads only the
+    chosen command (experiments/cli.py), and neither command needs the
+    network, the runner or the plots."""
+    probe = ("import sys, experiments.cli, experiments.cli_model, experiments.cli_check; "
+             "print(sorted({m.split('.')[0] for m in sys.modules} & {'mininet', 'matplotlib', 'tqdm'}), "
+             "'experiments.runner' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert r.stdout.split() == ["[]", "False"], r.stdout + r.stderr
