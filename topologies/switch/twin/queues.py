@@ -99,7 +99,7 @@ class EgressQueue:
     def push(self, frame: bytes, now: float) -> None:
         """Enqueue (the caller checked room() and ran egress with len(self)
         as enq_qdepth)."""
-        if not self.q and self.next_time < now:
+        if not self.q and self.next_time <= now:
             self.next_time = now          # idle queue: the head may leave at once
             self._fresh = True
         self.q.append(frame)

@@ -100,3 +100,68 @@ def test_bit_rate_catch_up_is_bounded_and_switching_units():
     assert q.pps == 100 and q.bps is None and not q.unlimited
     q.set_rate_bps(None)
     assert q.unlimited and q.deadline() == 0.0
+
+
+# --- fidelity accounting (queues.py's docstring): rate while backlogged, lateness
+
+def drain_at(q, times):
+    """Pop at each virtual time of `times`; the frames that left."""
+    return [f for t in times for f in q.pop_due(t)]
+
+
+def test_served_on_time_the_port_achieves_its_rate_and_nothing_is_late():
+    q = EgressQueue(depth=100, bps=1_000_000)       # 1250-byte frames: 10 ms each
+    for _ in range(10):
+        q.push(bytes(1250), now=0.0)
+    assert len(drain_at(q, [0.0] + [0.01 * k + 1e-9 for k in range(1, 10)])) == 10
+    f = q.figures()
+    assert f["service_s"] == pytest.approx(0.1) and f["lost_s"] == 0 and f["rate_ratio"] == 1.0
+    assert f["bytes"] == 12500 and f["busy_s"] == pytest.approx(0.1)
+    # the head of the idle port left as it arrived: not a sample; the other nine on time
+    assert f["lateness"]["n"] == 9 and f["lateness"]["max_ms"] < 1e-6
+
+
+def test_late_wake_ups_the_queue_catches_up_cost_lateness_not_rate():
+    q = EgressQueue(depth=100, bps=1_000_000)
+    for _ in range(10):
+        q.push(bytes(1250), now=0.0)
+    # every wake-up 4 ms late (within the catch-up allowance): frames leave late, back on schedule
+    assert len(drain_at(q, [0.0] + [0.01 * k + 0.004 for k in range(1, 10)])) == 10
+    f = q.figures()
+    assert f["rate_ratio"] == 1.0 and f["lost_s"] == 0
+    assert f["lateness"]["n"] == 9 and 4.0 <= f["lateness"]["p50_ms"] <= 4.0 * 2 ** 0.25
+
+
+def test_a_wake_up_too_late_to_catch_up_loses_schedule_and_rate():
+    q = EgressQueue(depth=100, bps=1_000_000)       # catch-up allowance: 4 x 12 ms (1500-byte frames)
+    for _ in range(10):
+        q.push(bytes(1250), now=0.0)
+    assert len(q.pop_due(0.0)) == 1
+    late = q.pop_due(0.2)                           # due at 0.01, woken at 0.2
+    # the schedule moves to 0.2 - 0.048: five frames fit by 0.2, 0.142 s are lost
+    assert len(late) == 5
+    drain_at(q, [t + 1e-9 for t in (0.202, 0.212, 0.222, 0.232)])
+    f = q.figures()
+    assert len(q) == 0 and f["lost_s"] == pytest.approx(0.142)
+    assert f["rate_ratio"] == pytest.approx(0.1 / 0.242, abs=1e-4)
+    assert f["busy_s"] == pytest.approx(0.242)
+    # lateness: 190 ms for the frame due at 0.01, then 38, 28, 18, 8 ms, then on time
+    assert f["lateness"]["n"] == 9 and f["lateness"]["max_ms"] == pytest.approx(190.0)
+
+
+def test_frames_arriving_at_an_idle_port_are_neither_late_nor_lost():
+    q = EgressQueue(depth=100, pps=100)             # 10 ms per packet
+    for k in range(5):                              # one every 50 ms: the port is idle at each
+        t = 0.05 * k
+        q.push(b"x", now=t)
+        assert q.pop_due(t) == [b"x"]
+    f = q.figures()
+    assert f["lateness"]["n"] == 0 and f["lost_s"] == 0 and f["rate_ratio"] == 1.0
+    assert f["service_s"] == pytest.approx(0.05)
+
+
+def test_unlimited_queues_keep_no_figures_of_rate():
+    q = EgressQueue(depth=10)
+    q.push(b"x", 0.0)
+    q.pop_due(5.0)
+    assert q.figures()["busy_s"] == 0 and q.figures()["rate_ratio"] is None
