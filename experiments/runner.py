@@ -244,6 +244,10 @@ class Runner:
                     res.fidelity = meta["fidelity"]["verdict"]
 
     def _dump_switches(self, net, run_dir: Path, meta: dict) -> None:
+        hung = net.hung_switches()
+        if hung:        # a stopped switch answers nothing: each read would wait for the client's timeout
+            meta.setdefault("problems", []).append("switch dump skipped: " + ", ".join(f"{n} hung" for n, _ in hung))
+            return
         try:
             net.dump_switches(run_dir / "switches")
         except Exception as exc:

@@ -1,7 +1,8 @@
-"""The agents of one run and the poll loop that watches them: switches,
-agents, deadlines and the jitter timeline, until every agent exited (or one
-failed and the others had a grace period).  A failure raises ``RunFailed``
-with a one-line reason that names who failed, when, and what it logged."""
+"""The agents of one run and the poll loop that watches them: switches
+(dead, or hung: still running but stopped or not answering), agents,
+deadlines and the jitter timeline, until every agent exited (or one failed
+and the others had a grace period).  A failure raises ``RunFailed`` with a
+one-line reason that names who failed, when, and what it logged."""
 
 from __future__ import annotations
 
@@ -117,6 +118,20 @@ def agent_failure(a: Agent, code: int, now: float) -> str:
     return msg
 
 
+def switch_failure(net, now: float) -> str | None:
+    """A dead or hung switch (TestbedNetwork.dead_switches, hung_switches),
+    as a run's reason; None while every switch serves."""
+    dead = net.dead_switches()
+    if dead:
+        name, code = dead[0]
+        return f"switch {name} exited with code {code} at t={now:.1f}s"
+    hung = net.hung_switches()
+    if hung:
+        name, why = hung[0]
+        return f"switch {name} hung at t={now:.1f}s: {why}"
+    return None
+
+
 def supervise(net, agents: list[Agent], injector: Injector, t0: float, deadline_s: float, res: RunResult,
               on_all_started: Callable[[], None] = lambda: None) -> None:
     """Poll until every agent exited (or one failed and the others had a
@@ -134,15 +149,15 @@ def supervise(net, agents: list[Agent], injector: Injector, t0: float, deadline_
             try:
                 injector.tick()
             except InjectorError as exc:
-                raise RunFailed(str(exc)) from None
+                # a jitter action fails on a switch that hangs: the switch is the reason
+                raise RunFailed(switch_failure(net, now) or str(exc)) from None
         elif now > STARTUP_S:
             late = [a.label for a in agents if not has_events(a.jsonl)]
             raise RunFailed(f"{late[0]} logged nothing within {STARTUP_S:.0f}s of its start"
                             + (f" (and {len(late) - 1} more)" if len(late) > 1 else ""))
-        dead = net.dead_switches()
-        if dead:
-            name, code = dead[0]
-            raise RunFailed(f"switch {name} exited with code {code} at t={now:.1f}s")
+        failure = switch_failure(net, now)
+        if failure:
+            raise RunFailed(failure)
         running = 0
         for a in agents:
             code = a.proc.poll()

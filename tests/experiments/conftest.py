@@ -50,13 +50,14 @@ class FakeNet:
     """What the runner uses of TestbedNetwork."""
     instances = []
 
-    def __init__(self, plan, run_dir, target, die_after=None, mode="ok"):
+    def __init__(self, plan, run_dir, target, die_after=None, mode="ok", hang_after=None):
         self.plan, self.run_dir, self.target_req = plan, run_dir, target
         self.target = "fake"
         self.warnings = []
         self.procs = []
         self.rates = []
         self.die_after = die_after
+        self.hang_after = hang_after
         self.mode = mode
         self.started = None
         self.stopped = False
@@ -81,16 +82,26 @@ class FakeNet:
         return p
 
     def set_link_rate(self, link, rate):
+        if self.hung_switches():
+            raise TimeoutError("p1: no answer on its control socket within 10 s")
         self.rates.append((link, rate))
 
-    def dead_switches(self):
-        # dies die_after seconds after the agents are up (a loaded machine
-        # can take a second to start four interpreters)
+    def _up_for(self, seconds):
+        """Whether the agents have been up (every one has logged) that long
+        (a loaded machine can take a second to start four interpreters)."""
         logs = [self.run_dir / "agents" / f"rank{r}.jsonl" for r in range(4)]
-        if self.die_after is not None and all(p.exists() and p.stat().st_size for p in logs):
+        if seconds is not None and all(p.exists() and p.stat().st_size for p in logs):
             self.up = getattr(self, "up", None) or time.monotonic()
-            if time.monotonic() - self.up > self.die_after:
-                return [("p1", -9)]
+            return time.monotonic() - self.up > seconds
+        return False
+
+    def dead_switches(self):
+        return [("p1", -9)] if self._up_for(self.die_after) else []
+
+    def hung_switches(self):
+        # stopped hang_after seconds after the agents are up: its control socket no longer answers
+        if self._up_for(self.hang_after):
+            return [("p1", "stopped (process 4242 in state T: SIGSTOP or a debugger)")]
         return []
 
     def dump_switches(self, out_dir):

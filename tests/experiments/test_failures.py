@@ -7,6 +7,7 @@ one line and its exit code, with the summary written and nothing half made."""
 import argparse
 import json
 import os
+import re
 import signal
 
 import pytest
@@ -152,3 +153,14 @@ def test_a_jitter_entry_after_the_run_is_reported_never_applied(tmp_path, batch,
     out, err = capsys.readouterr()
     assert "ended before these entries started, never applied: rate on h1-l1 at 500 s" in err
     assert "note: 1 jitter entry started after the run had ended and were never applied" in out
+
+
+def test_a_hung_switch_is_the_reason_not_the_jitter_action_it_stalls(tmp_path, batch, fake_spec):
+    """The fake spine stops answering 0.05 s after the agents are up, before
+    the squeeze ends: the run fails naming the switch, not the action."""
+    assert batch(fake_spec(variants=["baseline"]), mode="hang", hang_after=0.05) == exits.FAILED
+    (run,) = [p for p in (tmp_path / "out" / "fake").iterdir() if p.name.endswith("-rep1")]
+    meta = json.loads((run / "meta.json").read_text())
+    assert re.fullmatch(r"switch p1 hung at t=\d+\.\ds: stopped \(process 4242 in state T: SIGSTOP or a debugger\)",
+                        meta["reason"]), meta["reason"]
+    assert meta["problems"] == ["switch dump skipped: p1 hung"]

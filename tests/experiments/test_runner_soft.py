@@ -170,6 +170,44 @@ def test_killing_a_twin_fails_the_run_and_the_next_repeat_runs(tmp_path):
         assert _procs_mentioning(str(run_dir)) == []
 
 
+def test_a_stopped_twin_fails_the_run_as_hung(tmp_path):
+    """SIGSTOP of the spine's twin once the agents are up: the run fails
+    naming the hung switch (not the jitter action it stalls, nor an agent's
+    deadline), quickly, and leaves nothing behind."""
+    cfg = C.load(_long_ci_config(tmp_path, repeats=1))
+    nets = []
+
+    def factory(plan, run_dir, target):
+        net = build_network(plan, target=target, run_dir=run_dir)
+        nets.append((net, run_dir))
+        return net
+
+    def stopper():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if nets:
+                net, run_dir = nets[0]
+                logs = [run_dir / "agents" / f"rank{i}.jsonl" for i in range(4)]
+                if all(p.exists() and p.stat().st_size for p in logs):
+                    os.kill(net.net.get("p1").switch_pid, signal.SIGSTOP)
+                    return
+            time.sleep(0.05)
+
+    runner = RN.Runner(cfg, tmp_path / "exp", target="soft", network_factory=factory, say=lambda line: None)
+    t = threading.Thread(target=stopper, daemon=True)
+    t.start()
+    t0 = time.monotonic()
+    (res,) = runner.run_all()
+    t.join(5)
+    assert res.status == "failed" and time.monotonic() - t0 < 60
+    assert re.fullmatch(r"switch p1 hung at t=\d+\.\ds: stopped \(process \d+ in state T: SIGSTOP or a debugger\)",
+                        res.reason), res.reason
+    assert _meta(res.run_dir)["problems"] == ["switch dump skipped: p1 hung"]
+    net, run_dir = nets[0]
+    assert _left_behind(net.id) == []
+    assert _procs_mentioning(str(run_dir)) == []
+
+
 def test_sigint_to_the_runner_marks_the_run_and_writes_the_summary(tmp_path):
     config = _long_ci_config(tmp_path, repeats=3)
     out = tmp_path / "res"
