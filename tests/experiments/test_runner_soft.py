@@ -130,8 +130,10 @@ def _long_ci_config(tmp_path: Path, repeats: int) -> Path:
     return path
 
 
-def test_killing_a_twin_fails_the_run_and_the_next_repeat_runs(tmp_path):
-    cfg = C.load(_long_ci_config(tmp_path, repeats=2))
+def _signal_the_spine(cfg, tmp_path: Path, sig: int, after_s: float) -> tuple[list[RN.RunResult], list]:
+    """Run cfg on the soft target and, in the first run only, send sig to
+    the spine's twin after_s once every agent is up; the results and the
+    (network, run dir) of each run."""
     nets = []
 
     def factory(plan, run_dir, target):
@@ -139,26 +141,28 @@ def test_killing_a_twin_fails_the_run_and_the_next_repeat_runs(tmp_path):
         nets.append((net, run_dir))
         return net
 
-    def killer():
-        # the first run only: once every agent is up, SIGKILL the spine's twin
+    def signaller():
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if nets:
                 net, run_dir = nets[0]
                 logs = [run_dir / "agents" / f"rank{i}.jsonl" for i in range(4)]
                 if all(p.exists() and p.stat().st_size for p in logs):
-                    time.sleep(0.5)
-                    pid = net.net.get("p1").switch_pid
-                    os.kill(pid, signal.SIGKILL)
+                    time.sleep(after_s)
+                    os.kill(net.net.get("p1").switch_pid, sig)
                     return
             time.sleep(0.05)
 
-    lines = []
-    runner = RN.Runner(cfg, tmp_path / "exp", target="soft", network_factory=factory, say=lines.append)
-    t = threading.Thread(target=killer, daemon=True)
+    runner = RN.Runner(cfg, tmp_path / "exp", target="soft", network_factory=factory, say=lambda line: None)
+    t = threading.Thread(target=signaller, daemon=True)
     t.start()
     results = runner.run_all()
     t.join(5)
+    return results, nets
+
+
+def test_killing_a_twin_fails_the_run_and_the_next_repeat_runs(tmp_path):
+    results, nets = _signal_the_spine(C.load(_long_ci_config(tmp_path, repeats=2)), tmp_path, signal.SIGKILL, 0.5)
     assert [r.status for r in results] == ["failed", "ok"], [r.reason for r in results]
     reason = results[0].reason
     assert re.fullmatch(r"switch p1 exited with code -9 at t=\d+\.\ds", reason), reason
@@ -174,36 +178,13 @@ def test_a_stopped_twin_fails_the_run_as_hung(tmp_path):
     """SIGSTOP of the spine's twin once the agents are up: the run fails
     naming the hung switch (not the jitter action it stalls, nor an agent's
     deadline), quickly, and leaves nothing behind."""
-    cfg = C.load(_long_ci_config(tmp_path, repeats=1))
-    nets = []
-
-    def factory(plan, run_dir, target):
-        net = build_network(plan, target=target, run_dir=run_dir)
-        nets.append((net, run_dir))
-        return net
-
-    def stopper():
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if nets:
-                net, run_dir = nets[0]
-                logs = [run_dir / "agents" / f"rank{i}.jsonl" for i in range(4)]
-                if all(p.exists() and p.stat().st_size for p in logs):
-                    os.kill(net.net.get("p1").switch_pid, signal.SIGSTOP)
-                    return
-            time.sleep(0.05)
-
-    runner = RN.Runner(cfg, tmp_path / "exp", target="soft", network_factory=factory, say=lambda line: None)
-    t = threading.Thread(target=stopper, daemon=True)
-    t.start()
     t0 = time.monotonic()
-    (res,) = runner.run_all()
-    t.join(5)
+    (res,), [(net, run_dir)] = _signal_the_spine(C.load(_long_ci_config(tmp_path, repeats=1)), tmp_path,
+                                                 signal.SIGSTOP, 0.0)
     assert res.status == "failed" and time.monotonic() - t0 < 60
     assert re.fullmatch(r"switch p1 hung at t=\d+\.\ds: stopped \(process \d+ in state T: SIGSTOP or a debugger\)",
                         res.reason), res.reason
     assert _meta(res.run_dir)["problems"] == ["switch dump skipped: p1 hung"]
-    net, run_dir = nets[0]
     assert _left_behind(net.id) == []
     assert _procs_mentioning(str(run_dir)) == []
 
