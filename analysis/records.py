@@ -49,6 +49,16 @@ class Run:
         return str(self.meta.get("variant", "unknown"))
 
     @property
+    def fidelity(self) -> str | None:
+        """meta.json's fidelity verdict (experiments/fidelity.py): "ok",
+        "degraded", or None where the run has none."""
+        return (self.meta.get("fidelity") or {}).get("verdict")
+
+    @property
+    def fidelity_reasons(self) -> list[str]:
+        return list((self.meta.get("fidelity") or {}).get("reasons") or [])
+
+    @property
     def repeat(self) -> int | None:
         rep = self.meta.get("repeat")
         return rep if isinstance(rep, int) else None

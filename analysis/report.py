@@ -80,6 +80,8 @@ def analyse_run(run: Run) -> dict[str, Any]:
         "variant": run.variant,
         "repeat": run.repeat,
         "status": run.status,
+        "fidelity": run.fidelity,               # experiments/fidelity.py's verdict, None: not judged
+        "fidelity_reasons": run.fidelity_reasons,
         "reason": run.reason,
         "target": run.meta.get("target"),
         "seed": run.meta.get("seed"),
@@ -163,11 +165,15 @@ def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = No
     out: dict[str, Any] = {"variants": {}}
     for v in variants:
         runs = [a for a in analysed if a["variant"] == v]
-        ok = [a for a in runs if a["status"] == "ok"]
+        ok, degraded = counted(runs)
         ccts = [c for a in ok for c in a["summary"]["cct_s"]]
         out["variants"][v] = {
             "runs": len(runs),
             "runs_ok": len(ok),
+            # degraded runs are kept apart: the figures are the fidelity-ok
+            # runs' unless none is ("fidelity": "degraded" then says so)
+            "runs_degraded": [a["run"] for a in degraded],
+            "fidelity": "degraded" if ok and ok == degraded else "ok",
             "runs_not_ok": [{"run": a["run"], "status": a["status"], "reason": a["reason"]}
                             for a in runs if a["status"] != "ok"],
             "cct_n": len(ccts),
@@ -194,6 +200,17 @@ def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = No
     out["jobs"] = job_comparison(out["variants"], oracle, analysed)
     out["oracle_threshold"] = oracle.get("threshold") if oracle else None
     return out
+
+
+def counted(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the ok runs a variant's figures come from, its ok runs whose fidelity
+    was degraded).  A degraded run (the machine bent its timing:
+    experiments/fidelity.py) is left out while any run of the variant is
+    fidelity-ok; when none is, the figures come from the degraded ones, and
+    are marked so."""
+    ok = [a for a in runs if a["status"] == "ok"]
+    degraded = [a for a in ok if a.get("fidelity") == "degraded"]
+    return [a for a in ok if a.get("fidelity") != "degraded"] or degraded, degraded
 
 
 def _change(variant: str, value: float | None, base: float | None) -> float | None:

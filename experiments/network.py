@@ -13,4 +13,4 @@ from topologies.network.testbed import TestbedNetwork
 def build_network(plan: RunPlan, *, target: str, run_dir: Path | str | None) -> TestbedNetwork:
     """The network of one run (not started: a context manager)."""
     return TestbedNetwork(plan.topo, plan.placed, target=target, run_dir=run_dir, ecn=plan.ecn,
-                          symphony=plan.symphony, seed=plan.seed)
+                          symphony=plan.symphony, seed=plan.seed, frame_bytes=plan.frame_bytes)

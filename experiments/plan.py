@@ -40,6 +40,13 @@ class RunPlan:
     schedule: tuple[dict, ...]        # jitter events as applied here (fallbacks taken)
     notes: tuple[str, ...] = field(default_factory=tuple)
     seed: int = 0                     # the switches' draws (ECN marking, delay lines)
+    frame_bytes: int | None = None    # the jobs' largest UDP data frame: the links' MTU, bmv2's packets/s
+
+
+def data_frame_bytes(jobs) -> int | None:
+    """The largest data frame of the UDP jobs (hosts.udp.params.UdpParams.
+    frame_bytes), None without one: the network fits its links' MTU to it."""
+    return max((j.udp.frame_bytes for j in jobs if j.transport == "udp"), default=None)
 
 
 def symphony_for(spec: ExperimentSpec, variant: str) -> SymphonyParams:
@@ -58,7 +65,7 @@ def network_plan(spec: ExperimentSpec, variant: str, repeat: int = 0) -> RunPlan
     ``python3 -m experiments net``)."""
     return RunPlan(variant=variant, repeat=repeat, topo=spec.topo, placed=tuple(j.placed for j in spec.jobs),
                    ecn=spec.ecn, symphony=symphony_for(spec, variant), jobs=(), schedule=(),
-                   seed=switch_seed(spec.seed, repeat))
+                   seed=switch_seed(spec.seed, repeat), frame_bytes=data_frame_bytes(job_specs(spec, {})))
 
 
 def run_plan(spec: ExperimentSpec, variant: str, repeat: int, netem_ok: bool, netem_why: str = NO_NETEM,

@@ -21,6 +21,7 @@ from analysis.report import analyse_run, summarise, write_report
 from contract import exits
 from experiments import rundir as R
 from experiments.config import ExperimentSpec
+from experiments.fidelity import summary_warnings
 from experiments.oracle import ModelError
 from experiments.oracle.export import document
 from experiments.oracle.scenario import predict_repeats
@@ -85,16 +86,15 @@ def summary(spec: ExperimentSpec, results: list[RunResult], analysed: list[dict 
     complete = bool(analysed) and all(a is not None for a in analysed)
     s = summarise(analysed, oracle) if complete else {"variants": {}, "jobs": job_comparison({}, oracle, [])}
     for v, row in s["variants"].items():
-        # analysis' status: a run the runner saw end well can still lack a rank's records
-        means = [a["summary"]["cct_mean_s"] for a, r in zip(analysed, results, strict=True)
-                 if r.variant == v and a["status"] == "ok"]
-        row["run_cct_mean_s"], row["run_cct_std_s"] = _stats(means)
+        # the runs analysis counted (ok, and fidelity-ok unless none is: analysis.report.counted)
+        row["run_cct_mean_s"], row["run_cct_std_s"] = _stats(row["cct_run_means_s"])
         row["wrong_results"] = sorted(set(row.get("wrong_results", []))
                                       | {r.run_dir.name for r in results if r.variant == v and r.wrong})
     runs = []
     for i, r in enumerate(results):
         row = {"run": r.run_dir.name, "variant": r.variant, "repeat": r.repeat, "status": r.status,
-               "reason": r.reason, "wrong_result": r.wrong}
+               "reason": r.reason, "wrong_result": r.wrong,
+               **({"fidelity": r.fidelity} if r.fidelity else {})}
         if r.jitter_not_applied:
             row["jitter_not_applied"] = len(r.jitter_not_applied)
         if complete:
@@ -164,6 +164,8 @@ def _targets(results: list[RunResult]) -> str:
 def _print_summary(spec: ExperimentSpec, results: list[RunResult], summ: dict, written: Path | None) -> None:
     point = f" {spec.sweep_point}" if spec.sweep_point else ""
     print(f"\n{spec.name}{point}: {len(results)} run(s), target {_targets(results)}")
+    for line in summary_warnings(results):         # runs whose timing the machine bent
+        print(line)
     if summ["variants"]:
         print(table(summ))
     for v, row in summ["variants"].items():

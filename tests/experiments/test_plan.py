@@ -42,7 +42,8 @@ def test_the_network_is_built_from_the_plan(fake_spec, monkeypatch):
     (args, kw), = calls
     assert args == (spec.topo, tuple(j.placed for j in spec.jobs))
     assert kw == {"target": "soft", "run_dir": "/tmp/x", "ecn": spec.ecn,
-                  "symphony": replace(spec.symphony, enabled=False), "seed": P.switch_seed(spec.seed, 1)}
+                  "symphony": replace(spec.symphony, enabled=False), "seed": P.switch_seed(spec.seed, 1),
+                  "frame_bytes": None}          # a TCP job: no UDP data frame to fit the MTU to
 
 
 def test_switch_seed_per_repeat_same_for_both_variants(fake_spec):
