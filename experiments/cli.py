@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 
 from contract import exits
+from experiments.cli_common import Refused
 from topologies.switch.targets import TARGETS
 
 COMMANDS = ("run", "check", "model", "net")
@@ -77,6 +78,9 @@ def main(argv=None) -> int:
     command = importlib.import_module(f"experiments.cli_{args.command}")
     try:
         return command.main(args)
+    except Refused as exc:
+        print(exc, file=sys.stderr)
+        return exc.code
     except KeyboardInterrupt:       # a Ctrl-C outside a run (a run handles its own: experiments.signals)
         print(f"experiments {args.command}: interrupted", file=sys.stderr)
         return exits.INTERRUPTED

@@ -11,9 +11,6 @@ from experiments.cli_common import load
 
 
 def main(args) -> int:
-    points = load(args, machine=True)
-    if isinstance(points, int):
-        return points
-    for _, spec in points:
+    for _, spec in load(args, machine=True):
         print(tomli_w.dumps(spec.as_dict()), end="")
     return exits.OK

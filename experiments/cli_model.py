@@ -12,7 +12,7 @@ import time
 
 from contract import exits
 from experiments import config as C
-from experiments.cli_common import load, refuse
+from experiments.cli_common import Refused, load
 from experiments.oracle import ModelError
 from experiments.oracle.scenario import RepeatsPrediction, predict_repeats
 from experiments.plan import run_plan
@@ -78,7 +78,7 @@ def model(args, spec: C.ExperimentSpec) -> int:
     try:
         pred, notes = oracle(spec, args.target)
     except MODEL_ERRORS as exc:
-        return refuse(f"model: {exc}")
+        raise Refused(f"model: {exc}") from None
     elapsed = time.perf_counter() - t
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
@@ -101,7 +101,4 @@ def model(args, spec: C.ExperimentSpec) -> int:
 
 def main(args) -> int:
     # the model runs no agent: what a run asks of this machine is run's and check's to refuse
-    points = load(args, machine=False)
-    if isinstance(points, int):
-        return points
-    return model(args, points[0][1])
+    return model(args, load(args, machine=False)[0][1])

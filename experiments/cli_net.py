@@ -13,7 +13,7 @@ from mininet.cli import CLI
 
 from contract import exits
 from experiments import config as C
-from experiments.cli_common import load, refuse, root_and_target
+from experiments.cli_common import Refused, load, root_and_target
 from experiments.network import build_network
 from experiments.plan import network_plan
 from topologies.network.testbed import NetworkError
@@ -38,7 +38,7 @@ def net(args, spec: C.ExperimentSpec) -> int:
                 print("network up; Ctrl-C to tear it down", flush=True)
                 signal.pause()
     except (TopoError, TargetError, NetworkError) as exc:
-        return refuse(f"experiments net: {exc}")
+        raise Refused(f"experiments net: {exc}") from None
     except KeyboardInterrupt:
         pass
     return exits.OK
@@ -47,9 +47,5 @@ def net(args, spec: C.ExperimentSpec) -> int:
 def main(args) -> int:
     # the network runs no agent: only the config is checked
     points = load(args, machine=False)
-    if isinstance(points, int):
-        return points
-    refused = root_and_target(args)
-    if refused is not None:
-        return refused
+    root_and_target(args)
     return net(args, points[0][1])

@@ -23,7 +23,7 @@ from contract import exits
 from experiments import config as C
 from experiments import rundir as R
 from experiments import summary as SU
-from experiments.cli_common import load, refuse, root_and_target
+from experiments.cli_common import Refused, load, root_and_target
 from experiments.cli_model import MODEL_ERRORS, rank_points
 from experiments.runner import Runner
 from experiments.signals import Signals
@@ -33,9 +33,8 @@ from experiments.tables import fmt
 Points = list[tuple[str | None, C.ExperimentSpec]]
 
 
-def claim(out: Path, points: Points) -> str | int:
-    """The batch's stamp in out/<name>/, or the exit code of a one-line
-    refusal when that cannot be written."""
+def claim(out: Path, points: Points) -> str:
+    """The batch's stamp in out/<name>/; Refused when that cannot be written."""
     name = points[0][1].name
     sweep = points[0][0] is not None
     record = {"experiment": name, "status": "running", "pid": os.getpid(),
@@ -46,8 +45,9 @@ def claim(out: Path, points: Points) -> str | int:
     except OSError as exc:
         what = exc.strerror or str(exc)
         if exits.is_disk_full(exc):
-            return refuse(f"--out {out}: disk full ({what})", exits.DISK_FULL)
-        return refuse(f"--out {out}: cannot write there ({what}{': ' + str(exc.filename) if exc.filename else ''})")
+            raise Refused(f"--out {out}: disk full ({what})", exits.DISK_FULL) from None
+        raise Refused(f"--out {out}: cannot write there ({what}{': ' + str(exc.filename) if exc.filename else ''})"
+                      ) from None
 
 
 def write_sweep(path: Path, name: str, stamp: str, rows: list[dict], interrupted: bool) -> None:
@@ -65,8 +65,6 @@ def write_sweep(path: Path, name: str, stamp: str, rows: list[dict], interrupted
 
 def run_points(args, points: Points, stamp: str | None = None) -> int:
     stamp = stamp or claim(args.out, points)
-    if isinstance(stamp, int):
-        return stamp
     signals = Signals()
     signals.install()
     versions = R.versions(REPO)
@@ -115,16 +113,12 @@ def run_points(args, points: Points, stamp: str | None = None) -> int:
 
 def main(args) -> int:
     points = load(args, machine=True)
-    if isinstance(points, int):
-        return points
     if args.rank_by_oracle or args.model_only:
         try:
             points = rank_points(points, args.target)
         except MODEL_ERRORS as exc:
-            return refuse(f"oracle: {exc}")
+            raise Refused(f"oracle: {exc}") from None
         if args.model_only:
             return exits.OK
-    refused = root_and_target(args)
-    if refused is not None:
-        return refused
+    root_and_target(args)
     return run_points(args, points)
