@@ -56,7 +56,7 @@ class Thresholds:
     twin_late_p99_ms: float = 3.0       # the twins let 99 % of the queued frames leave at most this late
     pacing_late_p99_ms: float = 3.0     # the agents sent 99 % of the paced packets at most this late
     timer_late_p90_ms: float | None = None   # DCQCN timer events, p90; None: the jobs' timer floor
-    min_samples: int = 100              # a lateness with fewer samples is not judged
+    tail_samples: int = 10              # a quantile q is judged with n >= this / (1 - q): p99 1000, p90 100
 
 
 THRESHOLDS = Thresholds()
@@ -302,15 +302,19 @@ def verdict(figures: dict, th: Thresholds = THRESHOLDS, timer_floor_ms: float = 
     _check(checks, "port_rate_ratio", ports.get("rate_ratio_min"), th.port_rate_ratio, False,
            "lowest achieved / configured rate of a switch port while backlogged"
            + (f" ({ports['worst_port']['port']})" if ports.get("worst_port") else ""))
-    def late(record: dict | None, key: str):
-        return (record or {}).get(key) if (record or {}).get("n", 0) >= th.min_samples else None
+    def late(record: dict | None, q: float):
+        """The record's q-quantile when enough samples lie beyond it to say
+        (a p99 of 200 samples is two of them), else None: not judged."""
+        record = record or {}
+        enough = record.get("n", 0) * (1 - q) >= th.tail_samples - 1e-9
+        return record.get(f"p{round(q * 100)}_ms") if enough else None
 
-    _check(checks, "twin_late_p99_ms", late(ports.get("lateness"), "p99_ms"), th.twin_late_p99_ms, True,
+    _check(checks, "twin_late_p99_ms", late(ports.get("lateness"), 0.99), th.twin_late_p99_ms, True,
            "p99 of how late the twins let queued frames leave (ms)")
-    _check(checks, "pacing_late_p99_ms", late(agents.get("pacing"), "p99_ms"), th.pacing_late_p99_ms, True,
+    _check(checks, "pacing_late_p99_ms", late(agents.get("pacing"), 0.99), th.pacing_late_p99_ms, True,
            "p99 of how late the agents sent paced packets (ms)")
     timer_limit = th.timer_late_p90_ms if th.timer_late_p90_ms is not None else timer_floor_ms
-    _check(checks, "timer_late_p90_ms", late(agents.get("dcqcn_timer"), "p90_ms"), timer_limit, True,
+    _check(checks, "timer_late_p90_ms", late(agents.get("dcqcn_timer"), 0.90), timer_limit, True,
            "p90 of how late the agents ran DCQCN timer events (ms), against the timer floor")
     failed = [c for c in checks if c["ok"] is False]
     return {"verdict": "degraded" if failed else "ok",

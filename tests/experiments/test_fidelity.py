@@ -11,8 +11,8 @@ from experiments import fidelity as F
 
 OK_FIGURES = {
     "cpu": {"saturated_share": 0.1},
-    "ports": {"rate_ratio_min": 0.99, "worst_port": {"port": "l1:3"}, "lateness": {"n": 500, "p99_ms": 1.2}},
-    "agents": {"pacing": {"n": 500, "p99_ms": 1.0}, "dcqcn_timer": {"n": 500, "p90_ms": 0.8}},
+    "ports": {"rate_ratio_min": 0.99, "worst_port": {"port": "l1:3"}, "lateness": {"n": 5000, "p99_ms": 1.2}},
+    "agents": {"pacing": {"n": 5000, "p99_ms": 1.0}, "dcqcn_timer": {"n": 500, "p90_ms": 0.8}},
 }
 
 
@@ -35,8 +35,8 @@ def test_all_within_the_thresholds_is_ok():
 @pytest.mark.parametrize("change, check", [
     ({"cpu__saturated_share": 0.8}, "cpu_saturated_share"),
     ({"ports__rate_ratio_min": 0.9}, "port_rate_ratio"),
-    ({"ports__lateness": {"n": 500, "p99_ms": 4.0}}, "twin_late_p99_ms"),
-    ({"agents__pacing": {"n": 500, "p99_ms": 7.5}}, "pacing_late_p99_ms"),
+    ({"ports__lateness": {"n": 5000, "p99_ms": 4.0}}, "twin_late_p99_ms"),
+    ({"agents__pacing": {"n": 5000, "p99_ms": 7.5}}, "pacing_late_p99_ms"),
     ({"agents__dcqcn_timer": {"n": 500, "p90_ms": 2.6}}, "timer_late_p90_ms"),
 ])
 def test_one_check_over_its_threshold_degrades_the_run_and_says_why(change, check):
@@ -60,10 +60,14 @@ def test_the_timer_limit_is_the_jobs_timer_floor_unless_set():
 
 
 def test_unmeasured_figures_are_skipped_not_failed():
-    v = F.verdict({"cpu": None, "ports": None, "agents": {"pacing": {"n": 20, "p99_ms": 50.0}}})
+    v = F.verdict({"cpu": None, "ports": None, "agents": {"pacing": {"n": 999, "p99_ms": 50.0},
+                                                           "dcqcn_timer": {"n": 99, "p90_ms": 50.0}}})
     assert v["verdict"] == "ok"
-    # too few pacing samples to judge (bmv2 has no port figures, DCQCN off has no timer events)
+    # too few samples beyond the quantile to judge it (10: a p99 needs 1000, a p90 100);
+    # bmv2 has no port figures, DCQCN off no timer events
     assert set(v["not_measured"]) == {c["check"] for c in v["checks"]}
+    v = F.verdict({"agents": {"pacing": {"n": 1000, "p99_ms": 50.0}, "dcqcn_timer": {"n": 100, "p90_ms": 50.0}}})
+    assert [c["check"] for c in v["checks"] if c["ok"] is False] == ["pacing_late_p99_ms", "timer_late_p90_ms"]
 
 
 def test_thresholds_are_recorded_with_the_verdict(tmp_path):
