@@ -64,12 +64,8 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
                   "|---|---|---|---|"]
         lines += [f"| {r['run']} | {v} | {r['status']} | {r['reason'] or '-'} |" for v, r in not_ok]
         lines.append("")
-    degraded = [a for a in analysed if a.get("fidelity") == "degraded"]
-    if degraded:
-        lines += ["## Runs whose fidelity was degraded", "", "| run | variant | reasons |", "|---|---|---|"]
-        lines += [f"| {a['run']} | {a['variant']} | {'; '.join(a.get('fidelity_reasons') or []) or '-'} |"
-                  for a in degraded]
-        lines.append("")
+    if any(a.get("fidelity") for a in analysed):
+        lines += _fidelity_markdown(analysed)
     lines += ["## Runs", "",
               "| run | variant | repeat | status | fidelity | iterations complete | mean CCT (s) "
               "| misalignment mean / max | goodput per rank (Mbit/s) | of link rate | exact |",
@@ -106,6 +102,39 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
     if warnings:
         lines += ["## Warnings while reading", ""] + [f"- {w}" for w in warnings] + [""]
     return "\n".join(lines)
+
+
+FIDELITY_COLUMNS = (("cpu_saturated_share", "CPU saturated (share)", "{:.2f}"),
+                    ("port_rate_ratio", "lowest port rate ratio", "{:.3f}"),
+                    ("twin_late_p99_ms", "twin lateness p99 (ms)", "{:.2f}"),
+                    ("pacing_late_p99_ms", "pacing lateness p99 (ms)", "{:.2f}"),
+                    ("timer_late_p90_ms", "DCQCN timer lateness p90 (ms)", "{:.2f}"))
+
+
+def _fidelity_markdown(analysed: list[dict[str, Any]]) -> list[str]:
+    """Per run: the fidelity verdict, its monitors' figures (a failed check
+    in bold) and the reasons."""
+    lines = ["## Fidelity", "",
+             "| run | variant | verdict | " + " | ".join(title for _, title, _ in FIDELITY_COLUMNS) + " | reasons |",
+             "|---|---|---|" + "---|" * len(FIDELITY_COLUMNS) + "---|"]
+    for a in analysed:
+        checks = a.get("fidelity_checks") or {}
+        cells = []
+        for name, _, fmt in FIDELITY_COLUMNS:
+            c = checks.get(name) or {}
+            cell = _f(c.get("value"), fmt)
+            cells.append(f"**{cell}**" if c.get("ok") is False else cell)
+        lines.append(f"| {a['run']} | {a['variant']} | {a.get('fidelity') or '-'} | " + " | ".join(cells)
+                     + f" | {'; '.join(a.get('fidelity_reasons') or []) or '-'} |")
+    lim = {name: _f(c.get("limit"), "{:g}") for a in analysed for name, c in (a.get("fidelity_checks") or {}).items()}
+    lines += ["", "Whether the machine bent each run's timing (experiments/README.md, \"Fidelity\"): degraded when "
+              f"the machine was at least 95 % busy for more than {lim.get('cpu_saturated_share', '-')} of the run, "
+              f"a switch port achieved less than {lim.get('port_rate_ratio', '-')} of its rate while it had work, "
+              f"the twins' queue lateness p99 or the agents' pacing lateness p99 exceeded "
+              f"{lim.get('twin_late_p99_ms', '-')} / {lim.get('pacing_late_p99_ms', '-')} ms, or the agents' "
+              "DCQCN timer lateness p90 exceeded the timer floor; `-`: not measured (no twin, no backlog, "
+              "too few samples).", ""]
+    return lines
 
 
 def _oracle_markdown(summary: dict[str, Any]) -> list[str]:

@@ -59,6 +59,12 @@ class Run:
         return list((self.meta.get("fidelity") or {}).get("reasons") or [])
 
     @property
+    def fidelity_checks(self) -> dict[str, Any]:
+        """check name -> {"value", "limit", "ok"} of meta.json's fidelity."""
+        return {c["check"]: {k: c.get(k) for k in ("value", "limit", "ok")}
+                for c in (self.meta.get("fidelity") or {}).get("checks") or [] if isinstance(c, dict) and "check" in c}
+
+    @property
     def repeat(self) -> int | None:
         rep = self.meta.get("repeat")
         return rep if isinstance(rep, int) else None

@@ -82,6 +82,7 @@ def analyse_run(run: Run) -> dict[str, Any]:
         "status": run.status,
         "fidelity": run.fidelity,               # experiments/fidelity.py's verdict, None: not judged
         "fidelity_reasons": run.fidelity_reasons,
+        "fidelity_checks": run.fidelity_checks,
         "reason": run.reason,
         "target": run.meta.get("target"),
         "seed": run.meta.get("seed"),
