@@ -35,10 +35,11 @@ from pathlib import Path
 from analysis.records import load_run
 from analysis.report import analyse_run
 from experiments import config as C
+from experiments.bench.timers import spin
 from experiments.oracle.scenario import predict_repeats
 from experiments.plan import run_plan
 from experiments.runner import Runner
-from experiments.tables import align
+from experiments.tables import align, fmt
 from hosts import ring
 
 HOST_MBIT = 10.0
@@ -62,11 +63,6 @@ def oracle_baseline_s(spec: C.ExperimentSpec) -> float:
     plan = run_plan(spec, "baseline", 1, netem_ok=False, target="soft")
     pred = predict_repeats(spec, {1: list(plan.schedule)})
     return next(iter(pred.jobs.values())).baseline_cct_s
-
-
-def spin() -> None:
-    while True:
-        pass
 
 
 def run_case(n: int, args, out: Path) -> list[dict]:
@@ -130,10 +126,6 @@ def figure_rows(rows: list[dict]) -> list[tuple[str, ...]]:
         out.append((str(r["ranks"]), str(r["repeat"]),
                     *(fmt(_dig(r["figures"], path), spec) for _, path, spec in FIGURES)))
     return out
-
-
-def fmt(x, spec: str = "{:.3f}") -> str:
-    return "-" if x is None else spec.format(x)
 
 
 def main(argv=None) -> int:

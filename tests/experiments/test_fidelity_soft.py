@@ -13,6 +13,7 @@ import pytest
 
 from experiments import config as C
 from experiments.bench.fidelity import raw_config
+from experiments.bench.timers import spin
 from experiments.runner import Runner
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -22,7 +23,7 @@ def run(tmp_path, hogs: int = 0):
     """One baseline run of a 4-rank ring (leaf-spine, 10 Mbit/s, 4 KB
     payload, 200 kB x 2 iterations), beside `hogs` busy loops."""
     spec = C.resolve(raw_config(4, 200_000, 2, {"payload_bytes": 4096}), "fid")
-    spinners = [mp.get_context("fork").Process(target=_spin, daemon=True) for _ in range(hogs)]
+    spinners = [mp.get_context("fork").Process(target=spin, daemon=True) for _ in range(hogs)]
     for p in spinners:
         p.start()
     try:
@@ -33,11 +34,6 @@ def run(tmp_path, hogs: int = 0):
             p.join(5)
     assert res.status == "ok", res.reason
     return res, json.loads((res.run_dir / "meta.json").read_text())
-
-
-def _spin() -> None:
-    while True:
-        pass
 
 
 def test_a_runs_meta_json_carries_the_monitors(tmp_path):
