@@ -20,7 +20,9 @@ Fidelity accounting (rate-limited queues; read with ``figures()``):
   (frames leave back to back until they are on schedule again); later than
   that, the schedule moves to now minus that allowance and the difference
   is lost: the port had work and sent nothing.  The ratio is 1 when the
-  switch serves its queues on time, below 1 when it was too late to catch up;
+  switch serves its queues on time, below 1 when it was too late to catch up
+  (a rate change restarts the clock: its head leaves at once, the rest at
+  the new rate, and nothing counts as lost or late);
 - lateness: for every frame that waited for the port (not the head of an
   idle port, which leaves as it arrives), how long after its scheduled
   departure it left (contract.lateness).  A queue's wake-ups are rounded up
@@ -75,7 +77,10 @@ class EgressQueue:
         self.pps = self._check_rate(pps, "packets/s")
         self.bps = None
         self.gap = 0.0 if self.pps is None else 1.0 / self.pps
-        self.next_time = 0.0      # a new rate restarts the pacing clock
+        # a new rate restarts the pacing clock: the head may leave at the next
+        # pop, the rest at the new rate (no catch-up burst), nothing counted lost or late
+        self.next_time = 0.0
+        self._restart = True
 
     def set_rate_bps(self, bps: float | None) -> None:
         """Bits per second (a link's rate); None: unlimited."""
@@ -84,6 +89,7 @@ class EgressQueue:
         # a full-size frame's time: the catch-up allowance is counted in it
         self.gap = 0.0 if self.bps is None else FULL_FRAME_BYTES * 8 / self.bps
         self.next_time = 0.0
+        self._restart = True
 
     @property
     def unlimited(self) -> bool:
@@ -122,7 +128,9 @@ class EgressQueue:
             return out
         # a late wake-up may catch up a little (the loop cannot wake every
         # gap at high rates), but never with an unbounded burst
-        late, fresh = self.late, self._fresh
+        late, fresh = self.late, self._fresh or self._restart
+        if self._restart:                 # a new rate: the head leaves now, nothing was lost
+            self.next_time, self._restart = now, False
         schedule = self.next_time
         floor = now - max(4 * self.gap, MAX_CATCH_UP_S)
         if schedule < floor:

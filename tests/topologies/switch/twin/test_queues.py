@@ -165,3 +165,16 @@ def test_unlimited_queues_keep_no_figures_of_rate():
     q.push(b"x", 0.0)
     q.pop_due(5.0)
     assert q.figures()["busy_s"] == 0 and q.figures()["rate_ratio"] is None
+
+
+def test_a_rate_change_restarts_the_clock_without_a_burst_or_a_loss():
+    q = EgressQueue(depth=100, bps=1_000_000)       # 10 ms per 1250-byte frame
+    for _ in range(10):
+        q.push(bytes(1250), now=5.0)
+    assert len(drain_at(q, [5.0, 5.01 + 1e-9])) == 2
+    q.set_rate_bps(500_000)                          # a squeeze: 20 ms per frame
+    assert q.deadline() == 0.0
+    assert len(q.pop_due(5.1)) == 1                  # the head at once, no catch-up from the old clock
+    assert q.pop_due(5.1 + 0.019) == [] and len(q.pop_due(5.12 + 1e-9)) == 1
+    f = q.figures()
+    assert f["lost_s"] == 0 and f["rate_ratio"] == 1.0 and f["lateness"]["max_ms"] < 1e-3
