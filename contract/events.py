@@ -2,8 +2,9 @@
 
 One event a line in ``agents/rank<r>.jsonl``.  Every event carries ``t``
 (ns, CLOCK_REALTIME), ``kind``, ``iter`` and ``step``; the fields each kind
-adds are listed in ``KIND_FIELDS``.  Everything that writes or checks an agent
-record imports this module, so the schema lives here only.
+adds are listed in ``KIND_FIELDS``, those it may add (newer, so readers cope
+without them) in ``OPTIONAL_FIELDS``.  Everything that writes or checks an
+agent record imports this module, so the schema lives here only.
 """
 
 from __future__ import annotations

@@ -19,3 +19,11 @@ def test_missing_field_is_named():
     with pytest.raises(SchemaError, match="recv_chunk"):
         validate({"t": 1, "kind": "step_start", "job": 1, "rank": 0, "iter": 0,
                   "step": 0, "k": 0, "phase": "rs", "send_chunk": 0})
+
+
+def test_optional_fields_are_checked_when_present_only():
+    base = {"t": 1, "kind": "stats", "job": 1, "rank": 0, "iter": 0, "step": 0, "counters": {}}
+    validate(base)                                            # an agent before the field: still valid
+    validate({**base, "lateness": {"pacing": {"n": 0}, "dcqcn_timer": {"n": 0}}})
+    with pytest.raises(SchemaError, match="lateness"):
+        validate({**base, "lateness": 3})
