@@ -45,7 +45,7 @@ from topologies.network.names import PREFIX, check_ifname
 from topologies.network.shell import remove_by_prefix
 from topologies.network.shell import sh as _sh
 from topologies.network.state import StateFile
-from topologies.switch.twin.switch import ETH_P_ALL, PACKET_OUTGOING
+from topologies.switch.twin.sockets import ETH_P_ALL, PACKET_OUTGOING
 
 
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:

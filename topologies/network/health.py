@@ -1,8 +1,8 @@
 """Is a running switch serving?  Telling a hung switch from a dead one.
 
-A dead switch has an exit code (``TestbedNetwork.dead_switches``).  A hung
-one still runs but forwards and answers nothing: stopped (SIGSTOP, a
-debugger; /proc state T or t), or stuck.  ``TestbedNetwork.hung_switches``
+A dead switch has an exit code (``dead``, TestbedNetwork.dead_switches).  A
+hung one still runs but forwards and answers nothing: stopped (SIGSTOP, a
+debugger; /proc state T or t), or stuck.  ``hung`` (TestbedNetwork.hung_switches)
 asks both, cheaply enough for a supervisor polling every 0.1-0.5 s:
 
 - the process state, from /proc (a stopped switch is reported at once);
@@ -19,7 +19,7 @@ import json
 import socket
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from topologies.network.state import process_state
 
@@ -28,7 +28,7 @@ PROBE_INTERVAL_S = 0.5           # at most one ping per switch this often
 UNRESPONSIVE_S = 5.0             # a ping unanswered this long: hung (a busy twin answers in milliseconds)
 CONNECT_TIMEOUT_S = 0.05         # the only wait: connecting to a local socket
 
-# the twin's control protocol (topologies/switch/twin/switch.py): one JSON request a line
+# the twin's control protocol (topologies/switch/twin/control.py): one JSON request a line
 TWIN_PING = json.dumps({"id": 0, "method": "ping", "args": [], "kwargs": {}}).encode() + b"\n"
 
 
@@ -111,3 +111,33 @@ class ControlProbe:
 
     def close(self) -> None:
         self._close()
+
+
+def dead(switches: Iterable) -> list[tuple[str, int]]:
+    """(name, exit code) of every switch (nodes.SoftSwitch, Bmv2Switch)
+    whose process has exited."""
+    return [(sw.name, rc) for sw in switches if (rc := sw.returncode()) is not None]
+
+
+def hung(switches: Iterable, probes: dict[str, ControlProbe],
+         unresponsive_s: float = UNRESPONSIVE_S) -> list[tuple[str, str]]:
+    """(name, why) of every switch that still runs but does not serve:
+    stopped (reported at once), or a ping on its control socket unanswered
+    for unresponsive_s seconds.  A dead switch is dead()'s, not this.
+    probes (switch -> its ControlProbe) is kept by the caller across calls;
+    a switch's probe is made on its first call (sw.probe())."""
+    out = []
+    for sw in switches:
+        if sw.returncode() is not None:
+            continue
+        state = stopped(sw.switch_pid)
+        if state:
+            out.append((sw.name, f"stopped (process {sw.switch_pid} in state {state}: SIGSTOP or a debugger)"))
+            continue
+        probe = probes.get(sw.name)
+        if probe is None:
+            probe = probes[sw.name] = sw.probe()
+        waited = probe.waiting_s()
+        if waited >= unresponsive_s:
+            out.append((sw.name, f"did not answer on its control socket for {waited:.1f} s"))
+    return out

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -81,19 +80,6 @@ def wait_switch_ready(what: str, proc: subprocess.Popen, ready, waiting_for: str
         time.sleep(0.05)
 
 
-def free_tcp_port(preferred: int) -> int:
-    """The preferred Thrift port when nothing listens there, else one the
-    kernel picks (concurrent networks each need their own)."""
-    for port in (preferred, 0):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return s.getsockname()[1]
-    raise RuntimeError("no free TCP port for a switch's Thrift server")
-
-
 class SymLink(Link):
     """A veth pair whose switch end gets the prefixed name."""
 
@@ -117,8 +103,41 @@ class SymHost(Host):
         return r
 
 
-class SymSwitch(Switch):
-    """Base: root namespace, prefixed interface names, a process to watch."""
+class SwitchProcess:
+    """What both switch classes add to their Mininet base: prefixed
+    interface names, the switch process they start (``proc``, their own
+    child: its exit code), stopped with SIGTERM, then SIGKILL after a grace
+    period.  Before the Mininet base in the bases."""
+
+    net_id: str
+    proc: subprocess.Popen | None = None
+
+    def port_ifname(self, port: int) -> str:
+        return switch_ifname(self.net_id, self.name, port)
+
+    def data_ports(self) -> dict[int, str]:
+        return {port: intf.name for port, intf in sorted(self.intfs.items()) if port > 0}
+
+    def returncode(self) -> int | None:
+        return self.proc.poll() if self.proc else None
+
+    def stop_process(self, grace_s: float = 2.0) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def stop(self, deleteIntfs=True):
+        self.stop_process()
+        super().stop(deleteIntfs)
+
+
+class SymSwitch(SwitchProcess, Switch):
+    """Base of the twin's switch: root namespace, prefixed interface names,
+    a process to watch."""
 
     def __init__(self, name, net_id: str, run_dir: str, queue_depth: int = 64,
                  ctl_dir: str | None = None, state: StateFile | None = None, **params):
@@ -133,32 +152,10 @@ class SymSwitch(Switch):
         self.proc: subprocess.Popen | None = None
         super().__init__(name, **params)
 
-    def port_ifname(self, port: int) -> str:
-        return switch_ifname(self.net_id, self.name, port)
-
-    def data_ports(self) -> dict[int, str]:
-        return {port: intf.name for port, intf in sorted(self.intfs.items()) if port > 0}
-
     @property
     def switch_pid(self) -> int | None:
         """The switch process's pid (an attribute, as p4-utils' P4Switch has it)."""
         return self.proc.pid if self.proc else None
-
-    def returncode(self) -> int | None:
-        return self.proc.poll() if self.proc else None
-
-    def stop_process(self, grace_s: float = 2.0) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(grace_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def stop(self, deleteIntfs=True):
-        self.stop_process()
-        super().stop(deleteIntfs)
 
 
 class SoftSwitch(SymSwitch):
@@ -218,7 +215,7 @@ def bmv2_switch_class():
     # p4-utils is optional (only with the BMv2 toolchain): imported when a bmv2 network starts
     from p4utils.mininetlib.node import P4Switch  # noqa: PLC0415
 
-    class Bmv2Switch(P4Switch):
+    class Bmv2Switch(SwitchProcess, P4Switch):
         target = "bmv2"
 
         def __init__(self, name, net_id: str, run_dir: str, queue_depth: int = 64, ctl_dir: str | None = None,
@@ -241,12 +238,6 @@ def bmv2_switch_class():
             self.ipc_path = (f"{ctl_dir}/{name}-notifications.ipc" if ctl_dir
                              else f"/tmp/{PREFIX}{net_id}{name}-notifications.ipc")
 
-        def port_ifname(self, port: int) -> str:
-            return switch_ifname(self.net_id, self.name, port)
-
-        def data_ports(self) -> dict[int, str]:
-            return {port: intf.name for port, intf in sorted(self.intfs.items()) if port > 0}
-
         @property
         def log_path(self) -> Path:
             return self.run_dir / "logs" / f"{self.name}.log"
@@ -266,24 +257,11 @@ def bmv2_switch_class():
             wait_switch_ready(f"simple_switch of {self.name}", self.proc, self.thrift_listening,
                               f"Thrift port {self.thrift_port}", BMV2_START_TIMEOUT_S, self.log_path)
 
-        def returncode(self) -> int | None:
-            return self.proc.poll() if self.proc else None
-
         def stop_process(self, grace_s: float = 2.0) -> None:
-            if self.proc and self.proc.poll() is None:
-                self.proc.terminate()
-                try:
-                    self.proc.wait(grace_s)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
+            super().stop_process(grace_s)
             self.switch_pid = None          # P4Switch.stop has nothing left to kill
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.ipc_path)
-
-        def stop(self, deleteIntfs=True):
-            self.stop_process()
-            super().stop(deleteIntfs)
 
         def client(self) -> Bmv2Client:
             return Bmv2Client.connect(self.thrift_port, self.name, json_path=self.json_path,

@@ -24,6 +24,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from topologies.network.files import temporary_for, write_atomic
 from topologies.network.names import PREFIX, new_lab_id
 from topologies.network.shell import list_links, list_netns, remove_links, remove_netns
 
@@ -149,9 +150,7 @@ class StateFile:
             self._write()
 
     def _write(self) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=1))
-        os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(self.data, indent=1), f"the state file of lab {self.id}")
 
     def remove(self) -> None:
         remove_sock_dir(self.path, self.data)
@@ -329,7 +328,7 @@ def unused_id(state_dir: Path | None = None) -> str:
 
 
 def _unlink(state_path: Path) -> None:
-    for p in (state_path, state_path.with_suffix(".tmp")):
+    for p in (state_path, temporary_for(state_path)):
         try:
             p.unlink()
         except FileNotFoundError:

@@ -16,8 +16,15 @@ returns a (bytes, packets) tuple); ``connect`` waits until the switch
 answers, turning p4-utils' SystemExit into a retry.  p4-utils is imported
 inside ``connect`` only: it is installed only with the BMv2 toolchain.
 
+p4-utils opens two Thrift connections per client (the standard and
+multicast clients share one, simple_switch's own client has the other) and
+keeps no handle to close them: ``close`` closes both, so a network's teardown
+and the conformance rig leave no socket for the collector (a ResourceWarning,
+an error under ``-W error``).
+
 The module also holds what simple_switch needs to run the program: its
-priority queues (below, and p4/README.md, "On BMv2").
+priority queues (below, and p4/README.md, "On BMv2"), its command line and a
+free port for its Thrift server.
 """
 
 from __future__ import annotations
@@ -73,6 +80,32 @@ def describe(exc: BaseException) -> str:
         return f"{kind} code {code}"
     text = str(exc).strip()
     return f"{kind}: {text}" if text else kind
+
+
+def simple_switch_command(thrift_port: int, ports: dict[int, str], json_path: str, notifications_ipc: str,
+                          device_id: int = 0) -> list[str]:
+    """simple_switch running the program on `ports` (number -> interface),
+    with its own nanomsg notifications address (the default,
+    /tmp/bmv2-<device id>-notifications.ipc, is shared by every simple_switch
+    of that device id) and the program's priority queues."""
+    args = ["simple_switch", "--thrift-port", str(thrift_port), "--device-id", str(device_id),
+            "--notifications-addr", f"ipc://{notifications_ipc}"]
+    for port, ifname in ports.items():
+        args += ["-i", f"{port}@{ifname}"]
+    return [*args, str(json_path), "--", *SIMPLE_SWITCH_TARGET_ARGS]
+
+
+def free_tcp_port(preferred: int = 0) -> int:
+    """The preferred port for a Thrift server when nothing listens there,
+    else one the kernel picks (concurrent switches each need their own)."""
+    for port in (preferred, 0):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise RuntimeError("no free TCP port for a switch's Thrift server")
 
 
 def _listening(port: int, host: str = "127.0.0.1") -> bool:
@@ -143,5 +176,9 @@ class Bmv2Client:
         return CounterValue(int(packet_count), int(byte_count))
 
     def close(self) -> None:
-        """p4-utils keeps no handle on its Thrift transports; they close
-        with the process or when the client is collected."""
+        """Close p4-utils' Thrift connections (idempotent); a call after it
+        raises Bmv2Error."""
+        for client in (getattr(self.api, "client", None), getattr(self.api, "sswitch_client", None)):
+            transport = getattr(getattr(client, "_iprot", None), "trans", None)
+            if transport is not None:
+                transport.close()

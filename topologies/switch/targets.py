@@ -1,9 +1,15 @@
-"""Which switch target a run can use: BMv2 (simple_switch) or the software twin.
+"""Which switch target a run can use: BMv2 (simple_switch) or the software twin,
+and whether the compiled BMv2 program is current.
 
 `auto` means bmv2 where the BMv2 toolchain is installed (as in the VM that
 `vagrant up` builds, see docs/vm.md), else soft. The check only looks things up
 (PATH, importlib's finder); it starts nothing and imports nothing heavy, so
 pytest can call it at collection time.
+
+``bmv2_program_stale`` is the one definition of a stale BMv2 program
+(missing, or older than a P4 source it is compiled from): the network refuses
+such a program and the conformance rig rebuilds it, so neither runs
+yesterday's program against today's control plane.
 """
 
 from __future__ import annotations
@@ -17,6 +23,9 @@ TARGETS = ("auto", "bmv2", "soft")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BMV2_JSON = REPO_ROOT / "build" / "bmv2" / "symphony.json"     # `make p4` compiles p4/symphony.p4 here
+P4_DIR = REPO_ROOT / "p4"
+# what p4/symphony.p4 includes for v1model (t2na/ is Tofino2's and tests/ holds vectors)
+BMV2_SOURCES = ("symphony.p4", "include", "v1model")
 
 # What the bmv2 target needs, by the name a user would look for.
 BMV2_PROGRAMS = ("simple_switch",)
@@ -79,3 +88,25 @@ def resolve_target(name: str, **lookups) -> str:
         raise TargetError(f"target bmv2 needs {', '.join(missing)}, not installed here "
                           f"({VM_HINT}); or use --target soft")
     return "bmv2"
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+
+
+def bmv2_program_stale(json_path: Path = BMV2_JSON, p4_dir: Path = P4_DIR) -> str:
+    """Why the compiled BMv2 program is stale, in one line that says `make
+    p4`: missing, or older than a P4 source it is compiled from
+    (BMV2_SOURCES under p4_dir; a Tofino2-only change leaves it current).
+    Empty when it is current."""
+    json_path = Path(json_path)
+    try:
+        built = json_path.stat().st_mtime
+    except FileNotFoundError:
+        return f"{_shown(json_path)} is missing: build it with `make p4`"
+    for name in BMV2_SOURCES:
+        source = Path(p4_dir) / name
+        for p in sorted(source.rglob("*.p4")) if source.is_dir() else [source]:
+            if p.is_file() and p.stat().st_mtime > built:
+                return f"{_shown(json_path)} is older than {_shown(p)}: rebuild it with `make p4`"
+    return ""

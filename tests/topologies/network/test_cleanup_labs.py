@@ -35,8 +35,8 @@ pytestmark = [pytest.mark.root]
 
 RIG_CHILD = textwrap.dedent("""
     import sys
-    from topologies.switch import conformance as C
-    target = getattr(C, sys.argv[1])()
+    from topologies.switch import conformance as C, conformance_rig as R
+    target = getattr(R, sys.argv[1])()
     vector = next(v for v in C.load_vectors() if v.name == "frontier_advance")
     print("READY", target.id, target.proc.pid, flush=True)
     for line in sys.stdin:

@@ -1,9 +1,11 @@
 """TestbedNetwork: what it knows before start (link names, netem commands,
-nothing built), and each topology on the soft target (the twin), one network
-per topology shared by its assertions: every host reaches every other (ping
-and UDP), an egress queue pushed past Kmax marks ECN-capable packets CE, and
-the switch counters read back into switches/<name>.json."""
+nothing built), a switch dump that finds the disk full (no file, a clear
+error), and each topology on the soft target (the twin), one network per
+topology shared by its assertions: every host reaches every other (ping and
+UDP), an egress queue pushed past Kmax marks ECN-capable packets CE, and the
+switch counters read back into switches/<name>.json."""
 
+import errno
 import json
 import subprocess
 import sys
@@ -11,6 +13,7 @@ import time
 
 import pytest
 
+from contract.exits import is_disk_full
 from contract.tags import tag_port
 from tests.harness.probes import ECHO, MESH, RECV, SEND
 from tests.harness.specs import make_net
@@ -18,7 +21,9 @@ from topologies.network.names import PREFIX
 from topologies.network.shell import list_links
 from topologies.spec.netem import NetemParams
 from topologies.spec.routes import route
+from topologies.switch import controlplane as cp
 from topologies.switch.params import EcnParams, SymphonyParams
+from topologies.switch.twin.pipeline import Pipeline
 
 RATE = 10          # Mb/s on every link: about 833 full-size packets/s per port
 ECN = EcnParams(kmin=2, kmax=6, pmax=0.2)
@@ -60,6 +65,30 @@ def test_a_job_the_switches_cannot_track_fails_before_anything_is_built(tmp_path
     with pytest.raises(ValueError, match="threshold"):
         net.start()
     assert net.net is None and net.state is None
+
+
+@pytest.mark.root
+def test_a_dump_that_finds_the_disk_full_leaves_no_file_and_says_which(tmp_path):
+    """A full disk once left a 0-byte switches/<name>.json: each file is
+    now written whole or not at all, and the error names the switch and the
+    file and keeps ENOSPC (the runner records a full disk)."""
+    net = make_net("leafspine", 4, jobs=(4,), leaves=2)
+    net.plans = cp.plan(net.topo, net.jobs, net.symphony, cp.ASSUMED_PACKET_BYTES)
+    net.clients.update({name: Pipeline() for name in net.plans})     # a twin pipeline reads back as a client
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", str(small)], check=True)
+    try:
+        with pytest.raises(OSError) as err:
+            net.dump_switches(small / "switches")
+        assert list((small / "switches").iterdir()) == []
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=False)
+    exc = err.value
+    first = next(iter(net.clients))
+    assert exc.errno == errno.ENOSPC and is_disk_full(exc)
+    assert str(exc) == (f"[Errno {errno.ENOSPC}] cannot write switch {first}'s registers and counters: "
+                        f"No space left on device: '{small / 'switches' / first}.json'")
 
 
 @pytest.fixture(scope="module", params=sorted(TOPOLOGIES))

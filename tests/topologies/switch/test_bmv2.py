@@ -1,16 +1,25 @@
 """topologies.switch.bmv2's Bmv2Client against a stand-in for p4-utils'
 SimpleSwitchThriftAPI (no switch needed): its errors raise, its prints stay
-quiet, counter_read comes back as (packets, bytes)."""
+quiet, counter_read comes back as (packets, bytes), close() closes both
+Thrift connections; simple_switch's command line and a free Thrift port."""
 
 from __future__ import annotations
 
 import functools
+import socket
 import sys
 import types
 
 import pytest
 
-from topologies.switch.bmv2 import Bmv2Client, Bmv2Error, CounterValue, describe
+from topologies.switch.bmv2 import (
+    Bmv2Client,
+    Bmv2Error,
+    CounterValue,
+    describe,
+    free_tcp_port,
+    simple_switch_command,
+)
 
 
 # shaped like bm_runtime.standard.ttypes: an exception with a code, and the code's enum
@@ -41,7 +50,29 @@ def handle_bad_input(f):
     return handle
 
 
+class Transport:
+    """Thrift's TBufferedTransport as far as closing goes."""
+
+    def __init__(self):
+        self.open = True
+
+    def close(self):
+        self.open = False
+
+
+def thrift_client(transport: Transport):
+    """A generated Thrift client: its protocol (_iprot) holds the transport."""
+    return types.SimpleNamespace(_iprot=types.SimpleNamespace(trans=transport))
+
+
 class FakeApi:
+    def __init__(self):
+        # as SimpleSwitchThriftAPI: the standard and multicast clients share
+        # one connection, simple_switch's client has its own
+        self.transports = [Transport(), Transport()]
+        self.client = self.mc_client = thrift_client(self.transports[0])
+        self.sswitch_client = thrift_client(self.transports[1])
+
     @handle_bad_input
     def table_add(self, table, action, keys, params=(), prio=0):
         print("Adding entry to exact match table", table)
@@ -88,3 +119,27 @@ def test_connect_gives_up_with_one_line_when_nothing_listens():
     pytest.importorskip("p4utils.utils.sswitch_thrift_API", reason="p4-utils not installed")
     with pytest.raises(Bmv2Error, match="no Thrift server on port 1 within 0 s"):
         Bmv2Client.connect(1, "s1", timeout=0.2)
+
+
+def test_close_closes_both_thrift_connections_once_and_for_all():
+    api = FakeApi()
+    client = Bmv2Client(api, "s1")
+    client.close()
+    assert [t.open for t in api.transports] == [False, False]
+    client.close()                                   # idempotent
+    assert [t.open for t in api.transports] == [False, False]
+
+
+def test_simple_switch_command_line():
+    assert simple_switch_command(9091, {1: "sym1s1", 2: "sym1s2"}, "/b/symphony.json", "/run/x.ipc") == [
+        "simple_switch", "--thrift-port", "9091", "--device-id", "0", "--notifications-addr", "ipc:///run/x.ipc",
+        "-i", "1@sym1s1", "-i", "2@sym1s2", "/b/symphony.json", "--", "--priority-queues", "2"]
+
+
+def test_free_tcp_port_takes_the_preferred_one_unless_taken():
+    port = free_tcp_port()
+    assert free_tcp_port(port) == port
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))
+        s.listen()
+        assert free_tcp_port(port) not in (port, 0)

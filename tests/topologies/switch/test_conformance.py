@@ -1,6 +1,5 @@
-"""The conformance vectors of p4/tests/ on the twin's pure pipeline (always),
-on the twin process over veths (root) and on BMv2 simple_switch (when it is
-installed; skipped with the reason otherwise)."""
+"""The conformance vectors of p4/tests/ and their runner, on the twin's pure
+pipeline (the wire targets: test_conformance_rig.py)."""
 
 from __future__ import annotations
 
@@ -8,14 +7,7 @@ import copy
 
 import pytest
 
-from topologies.switch.conformance import (
-    Bmv2Target,
-    TwinProcessTarget,
-    TwinTarget,
-    check_output,
-    load_vectors,
-    run_vector,
-)
+from topologies.switch.conformance import TwinTarget, check_output, load_vectors, run_vector
 
 VECTORS = load_vectors()
 IDS = [v.id for v in VECTORS]
@@ -52,51 +44,3 @@ def test_check_output_drop_and_fields():
     assert check_output({"drop": True}, None) == []
     assert check_output({"drop": True}, (2, b"x" * 60))
     assert check_output({"port": 2}, None) == ["expected a packet, it was dropped"]
-
-
-# the wire targets: packets on veths through AF_PACKET sockets, queue depth
-# made real with a held queue and fillers; BMv2's simple_switch, and the twin
-# process taking the same path
-WIRE_TARGETS = [pytest.param(Bmv2Target, marks=[pytest.mark.bmv2, pytest.mark.root], id="bmv2"),
-                pytest.param(TwinProcessTarget, marks=pytest.mark.root, id="twin_process")]
-
-
-@pytest.fixture(scope="module", params=WIRE_TARGETS)
-def wire_target(request):
-    target = request.param()
-    yield target
-    target.close()
-
-
-@pytest.mark.parametrize("vector", VECTORS, ids=IDS)
-def test_vector_on_a_wire_target(vector, wire_target):
-    failures = run_vector(vector, wire_target)
-    assert not failures, "\n".join(failures)
-
-
-def test_wire_queue_depth_is_exact(wire_target):
-    """The held queue gives exactly the vector's depth: one packet more or
-    less at queue_marking_thresholds' Kmax boundary (mark when q > 4) flips
-    the mark."""
-    vector = copy.deepcopy(next(v for v in VECTORS if v.name == "queue_marking_thresholds"))
-    at_kmax = next(s for s in vector.steps if s.get("qdepth") == 4 and s["expect"]["ecn"] == 2)
-    past = next(s for s in vector.steps if s.get("qdepth") == 5)
-    at_kmax["qdepth"], past["qdepth"] = 5, 4
-    failures = run_vector(vector, wire_target)
-    assert [f for f in failures if "ecn: expected" in f] == ["step 2: ecn: expected 2, got 3",
-                                                            "step 3: ecn: expected 3, got 2"], failures
-
-
-@pytest.mark.bmv2
-@pytest.mark.root
-def test_bmv2_hold_too_short_is_detected_and_lengthened():
-    """A hold shorter than the switch needs to queue the fillers and the
-    packet is caught (TargetTooSlow, by the probes' timing), and the vector
-    runs again with a longer one."""
-    target = Bmv2Target(hold_pps=2000)          # 0.5 ms: less than one Thrift round trip
-    try:
-        vector = next(v for v in VECTORS if v.name == "queue_marking_thresholds")
-        assert run_vector(vector, target) == []
-        assert target.hold_pps < 2000
-    finally:
-        target.close()

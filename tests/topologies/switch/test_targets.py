@@ -1,5 +1,6 @@
 """The shared gate for BMv2-only tests (tests/conftest.py: pytest.mark.bmv2 and the
-`bmv2` marker) and target resolution (topologies/switch/targets.py).
+`bmv2` marker), target resolution and the stale BMv2 program
+(topologies/switch/targets.py).
 
 Where simple_switch/p4c are missing (here) BMv2-only tests must be collected
 and reported as skipped with a reason that says where the toolchain comes
@@ -17,7 +18,14 @@ import textwrap
 import pytest
 
 from tests.harness import REPO
-from topologies.switch.targets import TargetError, bmv2_available, bmv2_skip_reason, missing_bmv2_parts, resolve_target
+from topologies.switch.targets import (
+    TargetError,
+    bmv2_available,
+    bmv2_program_stale,
+    bmv2_skip_reason,
+    missing_bmv2_parts,
+    resolve_target,
+)
 
 
 def lookups(programs=(), modules=()):
@@ -73,6 +81,47 @@ def test_reason_says_where_the_toolchain_comes_from():
 def test_unknown_target_is_a_one_line_error():
     with pytest.raises(TargetError, match="unknown target 'tofino'.*auto, bmv2, soft"):
         resolve_target("tofino", **FULL)
+
+
+# --- targets.py: the stale BMv2 program ---------------------------------------------------
+
+@pytest.fixture
+def p4_tree(tmp_path):
+    """p4/ as the BMv2 program is compiled from it, a JSON newer than every source."""
+    p4 = tmp_path / "p4"
+    for name in ("symphony.p4", "include/control.p4", "v1model/main.p4", "t2na/main.p4"):
+        (p4 / name).parent.mkdir(parents=True, exist_ok=True)
+        (p4 / name).write_text("")
+        os.utime(p4 / name, (1000, 1000))
+    built = tmp_path / "symphony.json"
+    built.write_text("{}")
+    os.utime(built, (2000, 2000))
+    return p4, built
+
+
+def test_a_program_newer_than_its_sources_is_current(p4_tree):
+    p4, built = p4_tree
+    assert bmv2_program_stale(built, p4) == ""
+    os.utime(p4 / "t2na" / "main.p4", (3000, 3000))        # Tofino2's: not compiled into it
+    assert bmv2_program_stale(built, p4) == ""
+
+
+@pytest.mark.parametrize("source", ["symphony.p4", "include/control.p4", "v1model/main.p4"])
+def test_a_program_older_than_a_source_is_stale_and_says_make_p4(p4_tree, source):
+    p4, built = p4_tree
+    os.utime(p4 / source, (3000, 3000))
+    assert bmv2_program_stale(built, p4) == f"{built} is older than {p4 / source}: rebuild it with `make p4`"
+
+
+def test_a_missing_program_is_stale(p4_tree):
+    p4, built = p4_tree
+    built.unlink()
+    assert bmv2_program_stale(built, p4) == f"{built} is missing: build it with `make p4`"
+
+
+def test_the_repositorys_paths_are_shown_from_its_root():
+    missing = REPO / "build" / "bmv2" / "nothing.json"
+    assert bmv2_program_stale(missing) == "build/bmv2/nothing.json is missing: build it with `make p4`"
 
 
 # --- the gates, through pytest itself (tests/conftest.py) --------------------------------

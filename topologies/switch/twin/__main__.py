@@ -9,11 +9,15 @@ start-up failure, with a one-line message."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
+from topologies.network.files import write_atomic
+from topologies.network.names import IFNAMSIZ
 from topologies.switch.twin.queues import DEFAULT_DEPTH
-from topologies.switch.twin.switch import SwitchError, TwinSwitch, main_loop
+from topologies.switch.twin.sockets import SwitchError
+from topologies.switch.twin.switch import TwinSwitch
 
 
 def parse_port(text: str) -> tuple[int, str]:
@@ -26,9 +30,24 @@ def parse_port(text: str) -> tuple[int, str]:
         raise argparse.ArgumentTypeError(f"--port number must be an integer, got {num!r}") from None
     if not 1 <= port < 512:
         raise argparse.ArgumentTypeError(f"--port number must be in 1..511 (9-bit port), got {port}")
-    if len(ifname) > 15:
-        raise argparse.ArgumentTypeError(f"interface name {ifname!r} is longer than 15 characters")
+    if len(ifname) > IFNAMSIZ:
+        raise argparse.ArgumentTypeError(f"interface name {ifname!r} is longer than {IFNAMSIZ} characters")
     return port, ifname
+
+
+def main_loop(sw: TwinSwitch, dump_path: str | None = None) -> int:
+    """Run the switch until SIGTERM/SIGINT, then write its dump (whole or
+    not at all) and close it."""
+    try:
+        sw.run()
+    finally:
+        if dump_path:
+            try:
+                write_atomic(dump_path, json.dumps(sw.dump()), dump_path)
+            except OSError as e:
+                print(f"twin {sw.name}: {e.strerror}", file=sys.stderr)      # cannot write <path>: <why>
+        sw.close()
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -94,9 +94,6 @@ class TwinClient:
     def table_clear(self, table):
         return self._call("table_clear", table)
 
-    def table_reset_default(self, table):
-        return self._call("table_reset_default", table)
-
     def register_read(self, register_name, index=None):
         return self._call("register_read", register_name, index)
 
@@ -108,9 +105,6 @@ class TwinClient:
 
     def counter_read(self, counter_name, index) -> CounterValue:
         return CounterValue(*self._call("counter_read", counter_name, int(index)))
-
-    def counter_reset(self, counter_name):
-        return self._call("counter_reset", counter_name)
 
     def set_queue_depth(self, queue_depth, egress_port=None, priority=None):
         return self._call("set_queue_depth", int(queue_depth), egress_port)

@@ -72,14 +72,12 @@ class Packet:
     in_port: int
     egress_port: int | None = None
     drop: str | None = None          # why ingress dropped it (None: forwarded)
-    ipv4: bool = False
     tracked: bool = False
     flow_id: int = 0
     job_slot: int = 0
     enabled: int = 0
     tcp: int = 0                     # the flow's mode (track()'s tcp)
     step: int = 0
-    is_new: bool = False
     jump: bool = False               # beyond the flow's step window (step_move)
     complete: bool = False
     frontier: int = 0
@@ -119,9 +117,6 @@ class Pipeline:
 
     def table_clear(self, table: str) -> None:
         self._table(table).clear()
-
-    def table_reset_default(self, table: str) -> None:
-        self._table(table).reset_default()
 
     def _register(self, name: str) -> list[int]:
         try:
@@ -169,10 +164,6 @@ class Pipeline:
         c = self._counter(name)
         return CounterValue(*c[self._index(name, len(c), index)])
 
-    def counter_reset(self, name: str) -> None:
-        for cell in self._counter(name):
-            cell[0] = cell[1] = 0
-
     def dump(self) -> dict:
         """Every register and every non-zero counter cell (switches/<name>.json)."""
         return {
@@ -214,7 +205,6 @@ class Pipeline:
                 if n < ETH_LEN + IPV4_LEN + TCP_LEN:
                     return self._drop(pkt, "parser_error")
                 tcp = True
-        pkt.ipv4 = True
         ttl = frame[22]
         if version != 4 or ihl != 5 or ttl <= 1:
             return self._drop(pkt, "bad_ipv4" if ttl > 1 else "ttl")
@@ -258,7 +248,6 @@ class Pipeline:
             pkt.jump = True
         elif move == "new":
             self._flow_step[flow_id] = step
-            pkt.is_new = True
             slot = N.step_slot(job_slot, step)                   # StepCountUpdate
             count = self._step_count[slot]
             if count >= n_local_m1:

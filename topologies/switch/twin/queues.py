@@ -49,8 +49,6 @@ class EgressQueue:
             self.set_rate_bps(bps)
         else:
             self.set_rate(pps)        # also sets next_time: when the head may leave
-        self.enqueued = 0
-        self.dropped = 0
         self.late = Lateness()
         self._fresh = False           # the head arrived at an idle port: it leaves on arrival
         self.service_s = 0.0          # service time of every frame let go (at its rate)
@@ -109,7 +107,6 @@ class EgressQueue:
             self.next_time = now          # idle queue: the head may leave at once
             self._fresh = True
         self.q.append(frame)
-        self.enqueued += 1
 
     def service_time(self, frame: bytes) -> float:
         """How long `frame` holds the port."""

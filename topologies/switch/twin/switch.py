@@ -1,6 +1,7 @@
-"""The twin switch process: raw AF_PACKET sockets on its interfaces, the pure
-pipeline, per-port egress queues and delay lines, and JSON-lines control on a
-Unix socket, all in one select loop (no threads, no busy spin).
+"""The twin switch process: raw sockets on its ports (sockets.py), the pure
+pipeline (pipeline.py), per-port egress queues (queues.py) and delay lines
+(delayline.py), and the control protocol (control.py), all in one select loop
+(no threads, no busy spin).
 
 Per received frame: [ingress delay line] -> ingress -> egress port's queue
 full? drop (drop-tail) -> egress with enq_qdepth = packets already queued ->
@@ -11,81 +12,40 @@ where set_netem put one (delayline.py: netem's delay, jitter, loss, reordering),
 then out.  The delay line comes after the queue: it never changes how fast
 the queue drains, and the pipeline's queue depth is the queue's.  An ingress
 delay line (set_netem(..., direction="ingress"), at a port facing a host)
-holds what arrives before the pipeline sees it.  Frames the kernel reports as
-PACKET_OUTGOING (our own transmissions) are ignored.
-
-Control protocol, one JSON object per line each way:
-  -> {"id": 1, "method": "table_add", "args": [...], "kwargs": {...}}
-  <- {"id": 1, "result": ...}   or   {"id": 1, "error": "one-line message"}
+holds what arrives before the pipeline sees it.
 """
 
 from __future__ import annotations
 
 import errno
-import json
 import math
-import os
 import select
 import signal
 import socket
-import subprocess
-import sys
 import time
 
-from topologies.network import intf
-from topologies.network.state import sock_path_problem
 from topologies.spec.netem import NetemParams
-from topologies.switch.twin.delayline import DelayLine, table
-from topologies.switch.twin.pipeline import Pipeline, TwinError
+from topologies.switch.twin.control import ControlServer
+from topologies.switch.twin.delayline import DelayLine
+from topologies.switch.twin.pipeline import Pipeline
 from topologies.switch.twin.queues import DEFAULT_DEPTH, EgressQueue
+from topologies.switch.twin.sockets import PACKET_OUTGOING, disable_offloads, open_port_socket
 
-ETH_P_ALL = 0x0003
-SOL_PACKET = 263
-PACKET_IGNORE_OUTGOING = 23
-PACKET_OUTGOING = 4
-SO_RCVBUFFORCE = 33
 RX_BATCH = 128
 MAX_FRAME = 65535
 DIRECTIONS = ("egress", "ingress")
-
-
-class SwitchError(RuntimeError):
-    """A start-up failure of the twin, with a one-line message."""
-
-
-def disable_offloads(ifname: str) -> str | None:
-    """Offloads off (topologies.network.intf), so raw sockets see wire-size frames,
-    not 64 KB super-packets.  Returns a warning when ethtool could not do it."""
-    try:
-        r = subprocess.run(intf.offloads_off(ifname), capture_output=True, text=True)
-    except FileNotFoundError:
-        return "ethtool not found: offloads left on"
-    if r.returncode != 0:
-        return f"ethtool -K {ifname} failed: {r.stderr.strip() or r.stdout.strip()}"
-    return None
-
-
-def open_port_socket(ifname: str) -> socket.socket:
-    try:
-        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-    except PermissionError:
-        raise SwitchError("raw sockets need root (CAP_NET_RAW)") from None
-    try:
-        s.bind((ifname, ETH_P_ALL))
-    except OSError as e:
-        s.close()
-        raise SwitchError(f"cannot bind to interface {ifname!r}: {e.strerror}") from None
-    for level, opt, val in ((SOL_PACKET, PACKET_IGNORE_OUTGOING, 1),
-                            (socket.SOL_SOCKET, SO_RCVBUFFORCE, 4 << 20)):
-        try:
-            s.setsockopt(level, opt, val)
-        except OSError:
-            pass                      # older kernels: the pkttype check still filters
-    s.setblocking(False)
-    return s
+# a send that fails under overload (ENOBUFS, EAGAIN), with an oversized frame
+# (EMSGSIZE) or on an interface going away is counted, not reported
+QUIET_SEND_ERRORS = (errno.ENOBUFS, errno.EAGAIN, errno.EMSGSIZE, errno.ENETDOWN, errno.ENXIO)
 
 
 class TwinSwitch:
+    """One switch: `ports` (number -> interface) opened as raw sockets,
+    control on a Unix socket at `control_path`, egress queues of
+    `queue_depth` packets; `seed` seeds the pipeline's ECN draws and the
+    delay lines.  offloads_off=False leaves the interfaces as they are (tests
+    without ports)."""
+
     def __init__(self, name: str, ports: dict[int, str], control_path: str,
                  queue_depth: int = DEFAULT_DEPTH, seed: int = 0, offloads_off: bool = True):
         self.name = name
@@ -103,11 +63,8 @@ class TwinSwitch:
         self.warnings: list[str] = []
         self.socks: dict[int, socket.socket] = {}
         self.by_fd: dict[int, int] = {}
-        self.clients: dict[int, tuple[socket.socket, bytearray]] = {}
-        self.watch: list[int] = []           # the fds the loop waits on
+        self.control: ControlServer | None = None
         self.stopping = False
-        self.listener = None
-        table("normal")                      # the tables take ~0.1 s: not mid-run
         try:
             for port, ifname in self.ports.items():
                 if offloads_off:
@@ -117,54 +74,12 @@ class TwinSwitch:
                 s = open_port_socket(ifname)
                 self.socks[port] = s
                 self.by_fd[s.fileno()] = port
-            self.listener = self._listen(control_path)
+            self.control = ControlServer(control_path, self)
         except BaseException:
             self.close()
             raise
 
-    # --- control socket -------------------------------------------------------
-    @staticmethod
-    def _listen(path: str) -> socket.socket:
-        if os.path.exists(path):
-            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                probe.connect(path)
-                raise SwitchError(f"control socket {path} is in use by another process")
-            except (ConnectionRefusedError, FileNotFoundError):
-                os.unlink(path)       # stale socket of a crashed run
-            finally:
-                probe.close()
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.bind(path)
-        except OSError as e:
-            s.close()
-            # a too-long path raises OSError("AF_UNIX path too long") without strerror
-            why = sock_path_problem(path) or e.strerror or str(e)
-            raise SwitchError(f"cannot create control socket {path}: {why}") from None
-        s.listen(16)
-        s.setblocking(False)
-        return s
-
-    def handle_request(self, line: bytes) -> dict:
-        try:
-            req = json.loads(line)
-            if not isinstance(req, dict):
-                raise ValueError("a request must be a JSON object")
-        except ValueError as e:
-            return {"id": None, "error": f"bad request: {e}"}
-        rid = req.get("id")
-        method = req.get("method")
-        args = req.get("args") or []
-        kwargs = req.get("kwargs") or {}
-        handler = CONTROL_METHODS.get(method)
-        if handler is None:
-            return {"id": rid, "error": f"unknown method {method!r}"}
-        try:
-            return {"id": rid, "result": handler(self, *args, **kwargs)}
-        except (TwinError, ValueError, TypeError, KeyError) as e:
-            return {"id": rid, "error": str(e).splitlines()[0] if str(e) else e.__class__.__name__}
-
+    # --- settings (the control protocol's methods: control.py) -----------------
     def set_queue_depth(self, depth: int, egress_port: int | None = None, priority=None) -> None:
         for q in self._queues_for(egress_port):
             q.set_depth(depth)
@@ -290,9 +205,8 @@ class TwinSwitch:
             self.socks[port].send(frame)
             self.stats[port]["tx"] += 1
         except OSError as e:
-            # ENOBUFS/EAGAIN under overload, EMSGSIZE for oversized frames
             self.stats[port]["tx_errors"] += 1
-            if e.errno not in (errno.ENOBUFS, errno.EAGAIN, errno.EMSGSIZE, errno.ENETDOWN, errno.ENXIO):
+            if e.errno not in QUIET_SEND_ERRORS:
                 self.warnings.append(f"port {port}: send failed: {e.strerror}")
                 del self.warnings[:-20]
 
@@ -327,31 +241,37 @@ class TwinSwitch:
 
     # --- loop -----------------------------------------------------------------
     def run(self) -> None:
+        """Until SIGTERM or SIGINT: frames in, control requests answered,
+        what is due sent (drain), waiting in select for what comes next."""
         wake_r, wake_w = socket.socketpair()
         wake_r.setblocking(False)
         wake_w.setblocking(False)
         old_wakeup = signal.set_wakeup_fd(wake_w.fileno())
         old_handlers = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        control = self.control
+        listener = control.listener.fileno()
         # select, not poll: its timeout has microseconds (poll's has
         # milliseconds), which a delay line's frames need; a switch has few fds
-        self.watch = [*self.by_fd, self.listener.fileno(), wake_r.fileno()]
+        watch = [*self.by_fd, listener, wake_r.fileno()]
         try:
             while not self.stopping:
                 now = time.monotonic()
-                ready, _, _ = select.select(self.watch, [], [], self.next_timeout(now))
+                ready, _, _ = select.select(watch, [], [], self.next_timeout(now))
                 now = time.monotonic()
                 for fd in ready:
                     if fd in self.by_fd:
                         self.receive(self.by_fd[fd], now)
-                    elif fd == self.listener.fileno():
-                        self._accept()
+                    elif fd == listener:
+                        conn = control.accept()
+                        if conn is not None:
+                            watch.append(conn)
                     elif fd == wake_r.fileno():
                         try:
                             wake_r.recv(64)
                         except BlockingIOError:
                             pass
-                    elif fd in self.clients:
-                        self._serve(fd)
+                    elif fd in control.conns and not control.serve(fd):
+                        watch.remove(fd)
                 self.drain(now)
         finally:
             signal.set_wakeup_fd(old_wakeup)
@@ -363,90 +283,10 @@ class TwinSwitch:
     def _on_signal(self, signum, frame) -> None:
         self.stopping = True
 
-    def _accept(self) -> None:
-        try:
-            conn, _ = self.listener.accept()
-        except BlockingIOError:
-            return
-        conn.setblocking(False)
-        self.clients[conn.fileno()] = (conn, bytearray())
-        self.watch.append(conn.fileno())
-
-    def _serve(self, fd: int) -> None:
-        conn, buf = self.clients[fd]
-        try:
-            data = conn.recv(1 << 16)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self.watch.remove(fd)
-            del self.clients[fd]
-            conn.close()
-            return
-        buf += data
-        while b"\n" in buf:
-            line, _, rest = bytes(buf).partition(b"\n")
-            buf[:] = rest
-            if line.strip():
-                reply = json.dumps(self.handle_request(line)).encode() + b"\n"
-                conn.setblocking(True)
-                conn.settimeout(5.0)
-                try:
-                    conn.sendall(reply)
-                except OSError:
-                    pass
-                finally:
-                    conn.setblocking(False)
-
     def close(self) -> None:
-        for conn, _ in self.clients.values():
-            conn.close()
-        self.clients.clear()
         for s in self.socks.values():
             s.close()
         self.socks.clear()
-        if self.listener is not None:
-            self.listener.close()
-            self.listener = None
-            try:
-                os.unlink(self.control_path)
-            except FileNotFoundError:
-                pass
-
-
-def _pipeline_method(name):
-    def call(sw: TwinSwitch, *args, **kwargs):
-        result = getattr(sw.pipeline, name)(*args, **kwargs)
-        return list(result) if isinstance(result, tuple) else result
-    return call
-
-
-CONTROL_METHODS = {
-    **{m: _pipeline_method(m) for m in ("table_add", "table_set_default", "table_clear", "table_reset_default",
-                                        "register_read", "register_write", "register_reset", "counter_read",
-                                        "counter_reset")},
-    "reset_state": TwinSwitch.reset_state,
-    "set_queue_depth": TwinSwitch.set_queue_depth,
-    "set_queue_rate": TwinSwitch.set_queue_rate,
-    "set_queue_rate_bps": TwinSwitch.set_queue_rate_bps,
-    "set_netem": TwinSwitch.set_netem,
-    "stats": TwinSwitch.port_stats,
-    "dump": TwinSwitch.dump,
-    "ping": lambda sw: sw.name,
-}
-
-
-def main_loop(sw: TwinSwitch, dump_path: str | None = None) -> int:
-    try:
-        sw.run()
-    finally:
-        if dump_path:
-            try:
-                with open(dump_path, "w") as f:
-                    json.dump(sw.dump(), f)
-            except OSError as e:
-                print(f"twin {sw.name}: cannot write {dump_path}: {e.strerror}", file=sys.stderr)
-        sw.close()
-    return 0
+        if self.control is not None:
+            self.control.close()
+            self.control = None

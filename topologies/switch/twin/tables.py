@@ -73,14 +73,11 @@ class Table:
     next_handle: int = 0
 
     def __post_init__(self):
-        self.reset_default()
-
-    def reset_default(self) -> None:
-        spec = self.spec
-        if spec.default == "set_sym_ecn":
+        # the program's default action (sym_ecn's with its default parameters)
+        if self.spec.default == "set_sym_ecn":
             self.default = Entry("set_sym_ecn", (p4names.K_SYM_DEFAULT, p4names.PROB_ONE))
         else:
-            self.default = Entry(spec.default, ())
+            self.default = Entry(self.spec.default, ())
 
     @property
     def kind(self) -> str:
@@ -158,9 +155,6 @@ class Table:
         self.handles.clear()
 
     # --- lookups (data path) ----------------------------------------------
-    def lookup_exact(self, key: tuple) -> Entry | None:
-        return self.exact.get(key)
-
     def lookup_lpm(self, value: int) -> Entry | None:
         for plen in self.lpm_lengths:
             entry = self.lpm[plen].get(value & (0xFFFFFFFF ^ ((1 << (32 - plen)) - 1)))

@@ -1,6 +1,7 @@
-"""The twin's control protocol without raw sockets (a switch with no ports):
-requests map to the pipeline and queue settings, bad requests get one-line
-errors, and random bytes on the control line never raise."""
+"""The twin's control protocol (topologies/switch/twin/control.py) without
+raw sockets (a switch with no ports): requests map to the pipeline and queue
+settings, bad requests get one-line errors, and random bytes on the control
+line never raise."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from topologies.switch.twin.client import TwinClient, TwinClientError
+from topologies.switch.twin.control import handle_request
 from topologies.switch.twin.pipeline import Pipeline
 from topologies.switch.twin.queues import EgressQueue
 from topologies.switch.twin.switch import TwinSwitch
@@ -26,7 +28,7 @@ def switch(tmp_path):
 
 
 def req(sw, method, *args, **kwargs):
-    return sw.handle_request(json.dumps({"id": 7, "method": method, "args": list(args), "kwargs": kwargs}))
+    return handle_request(sw, json.dumps({"id": 7, "method": method, "args": list(args), "kwargs": kwargs}))
 
 
 def test_requests_reach_the_pipeline(switch):
@@ -48,7 +50,7 @@ def test_requests_reach_the_pipeline(switch):
     (json.dumps({"id": 1, "method": "table_add", "args": ["forward"]}).encode(), "missing"),
 ])
 def test_bad_requests_get_one_line_errors(switch, line, message):
-    reply = switch.handle_request(line)
+    reply = handle_request(switch, line)
     assert message in reply["error"] and "\n" not in reply["error"]
 
 
@@ -64,7 +66,7 @@ def test_random_control_lines_never_raise(line):
     sw = TwinSwitch.__new__(TwinSwitch)          # the request handler needs no sockets
     sw.name, sw.queues, sw.stats = "f", {}, {}
     sw.pipeline = Pipeline()
-    reply = sw.handle_request(line)
+    reply = handle_request(sw, line)
     assert ("error" in reply) != ("result" in reply)
 
 
@@ -73,13 +75,13 @@ def test_client_over_the_unix_socket(switch):
     stop = threading.Event()
 
     def serve():
-        switch.watch = [switch.listener.fileno()]
+        control = switch.control
         while not stop.is_set():
-            for fd in select.select(list(switch.watch), [], [], 0.05)[0]:
-                if fd == switch.listener.fileno():
-                    switch._accept()
-                elif fd in switch.clients:
-                    switch._serve(fd)
+            for fd in select.select([control.listener.fileno(), *control.conns], [], [], 0.05)[0]:
+                if fd == control.listener.fileno():
+                    control.accept()
+                elif fd in control.conns:
+                    control.serve(fd)
 
     t = threading.Thread(target=serve, daemon=True)
     t.start()

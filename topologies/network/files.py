@@ -1,0 +1,36 @@
+"""Files the testbed writes for others to read (switches/<name>.json, the
+twin's --dump, the labs' state files), written whole or not at all.
+
+A reader (the runner, the analysis, `make clean-net`) or a crash never sees
+half a file, and a write that fails (a full disk, an interrupt) leaves the
+old file as it was and no temporary file beside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+
+def temporary_for(path: Path) -> Path:
+    """The temporary file write_atomic writes before it renames it to `path`."""
+    return path.with_name(path.name + ".tmp")
+
+
+def write_atomic(path: Path | str, text: str, what: str) -> None:
+    """Write `text` to a temporary file beside `path`, then rename it over
+    `path`.  An OSError keeps its errno (contract.exits.is_disk_full still
+    tells a full disk) and `path` as its filename; its message says what was
+    being written: "cannot write <what>: No space left on device"."""
+    path = Path(path)
+    tmp = temporary_for(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, f"cannot write {what}: {exc.strerror or exc}", str(path)) from exc
+        raise
