@@ -34,7 +34,7 @@ from topologies.switch.conformance import SKIPPED, TargetTooSlow
 from topologies.switch.targets import BMV2_JSON, REPO_ROOT, bmv2_program_stale
 from topologies.switch.twin import packets
 from topologies.switch.twin.client import TwinClient
-from topologies.switch.twin.sockets import ETH_P_ALL, PACKET_OUTGOING
+from topologies.switch.twin.sockets import PACKET_OUTGOING, open_port_socket
 
 FILLER_NET = "198.18.0.{port}"       # benchmark range (RFC 2544), never a vector's address
 FILLER_SRC = "198.18.0.254"
@@ -71,10 +71,7 @@ class WireTarget:
                     for args in switch_port_commands(dev):
                         sh(*args, check=False)
                     sh("ip", "link", "set", dev, "up")
-                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-                s.bind((tester, ETH_P_ALL))
-                s.setblocking(False)
-                self.socks[p] = s
+                self.socks[p] = open_port_socket(tester)         # as the twin opens its ports
             self.start()
         except BaseException:
             self.close()

@@ -1,5 +1,4 @@
-"""TestbedNetwork: what it knows before start (link names, netem commands,
-nothing built), a switch dump that finds the disk full (no file, a clear
+"""TestbedNetwork: nothing is built before start, a switch dump that finds the disk full (no file, a clear
 error), and each topology on the soft target (the twin), one network per
 topology shared by its assertions: every host reaches every other (ping and
 UDP), an egress queue pushed past Kmax marks ECN-capable packets CE, and the
@@ -19,7 +18,6 @@ from tests.harness.probes import ECHO, MESH, RECV, SEND
 from tests.harness.specs import make_net
 from topologies.network.names import PREFIX
 from topologies.network.shell import list_links
-from topologies.spec.netem import NetemParams
 from topologies.spec.routes import route
 from topologies.switch import controlplane as cp
 from topologies.switch.params import EcnParams, SymphonyParams
@@ -43,20 +41,6 @@ def test_nothing_is_built_before_start():
     net = make_net("leafspine", 4, jobs=(4,), leaves=2)
     assert net.jobs[0].hosts == ("h1", "h3", "h2", "h4")
     assert net.net is None and net.state is None and net.plans == {}       # nothing was built
-
-
-def test_link_names_known_before_start_and_netem_commands():
-    net = make_net("dumbbell", 2, 10, jobs=(2,), fabric_delay_ms=2)
-    info = net.links["h1-s1"]
-    assert (info.intf1, info.intf2) == ("h1-eth0", f"sym{net.id}s1e1")
-    assert net.links["s1-s2"].delay_ms == 2 and net.links["s1-s2"].cls == "fabric"
-    # shaped host end: netem under the htb class; switch ends: root netem
-    assert net.netem_commands("h1-s1", NetemParams(5, 1, 0.5)) == [
-        ("h1", ["qdisc", "replace", "dev", "h1-eth0", "parent", "1:1", "handle", "10:",
-                "netem", "delay", "5ms", "1ms", "loss", "0.5%"]),
-        (None, ["qdisc", "replace", "dev", f"sym{net.id}s1e1", "root", "handle", "10:",
-                "netem", "delay", "5ms", "1ms", "loss", "0.5%"])]
-    assert [c[1][:2] for c in net.netem_commands("s1-s2", NetemParams())] == [["qdisc", "del"]] * 2
 
 
 @pytest.mark.root

@@ -1,4 +1,5 @@
-"""The twin switch's delay lines without raw sockets, on a virtual clock:
+"""The twin switch (topologies/switch/twin/switch.py; the process itself:
+test_netns.py) and its delay lines without raw sockets, on a virtual clock:
 queue first, then delay (the line never changes how fast the queue drains
 nor the queue depth the pipeline sees), the ingress line before the
 pipeline, set_netem over the control protocol and its one-line errors; the
