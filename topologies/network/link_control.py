@@ -41,13 +41,16 @@ NO_DELAY_LINE = "this kernel has no sch_netem and the bmv2 target has no delay l
 
 
 class NetworkError(RuntimeError):
-    """The network could not be built or changed as asked (one-line message)."""
+    """The network could not be built or changed as asked (one-line message);
+    raised by TestbedNetwork and by its links (here, below it)."""
 
 
 class LinkControl:
     """The links of one network (module docstring).  Made before anything
-    is built, so link names and netem commands are known early; start()
-    once the hosts and switch interfaces exist."""
+    is built, so link names and netem commands are known early; then, as
+    TestbedNetwork.start goes: set_target once the target is known,
+    configure once the interfaces exist, twin_delays once the switches'
+    clients are there, check last."""
 
     def __init__(self, topo: TopoSpec, links: dict[str, LinkInfo], pexec: Callable, clients: dict,
                  mtu: int | None = None, packet_bytes: int = cp.ASSUMED_PACKET_BYTES):
