@@ -43,7 +43,7 @@ def start_child(tmp_path):
     line = proc.stdout.readline().split()
     if not line or line[0] != "READY":
         proc.kill()
-        raise AssertionError(f"child did not start: {line} {proc.stderr.read()[-2000:]}")
+        raise AssertionError(f"child did not start: {line} {proc.communicate()[1][-2000:]}")
     _, net_id, state_path, sleeper = line
     state = json.loads(Path(state_path).read_text())
     assert leftovers(net_id), "the network should have prefixed interfaces while it runs"
@@ -77,14 +77,14 @@ def assert_nothing_left(net_id, state_path, state, sleeper):
 def test_signal_tears_everything_down(tmp_path, sig):
     proc, net_id, state_path, state, sleeper = start_child(tmp_path)
     proc.send_signal(sig)
-    proc.wait(timeout=30)
+    proc.communicate(timeout=30)
     assert_nothing_left(net_id, state_path, state, sleeper)
 
 
 def test_clean_net_removes_what_a_killed_run_left(tmp_path):
     proc, net_id, state_path, state, sleeper = start_child(tmp_path)
     proc.kill()            # no teardown at all: the state file is all that is left
-    proc.wait(timeout=10)
+    proc.communicate(timeout=10)
     assert state_path.exists() and leftovers(net_id)
     out = clean_net(net_id)
     assert out.returncode == 0, out.stderr
@@ -112,5 +112,5 @@ def test_clean_net_leaves_a_live_network_alone(tmp_path):
         assert {f"{PREFIX}-{net_id}-h1", f"{PREFIX}{net_id}s1e1"} <= set(leftovers(net_id))
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
+        proc.communicate(timeout=30)
     assert_nothing_left(net_id, state_path, state, sleeper)

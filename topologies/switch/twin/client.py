@@ -38,11 +38,14 @@ class TwinClient:
         """Connect once the twin answers; fails early when `proc` (its Popen) exits."""
         deadline = time.monotonic() + timeout
         while True:
+            client = None
             try:
                 client = cls(sockpath)
                 client.ping()
                 return client
             except (OSError, TwinClientError):
+                if client is not None:
+                    client.close()
                 if proc is not None and proc.poll() is not None:
                     raise TwinClientError(f"twin exited with code {proc.returncode} before answering") from None
                 if time.monotonic() > deadline:

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -64,14 +65,14 @@ def mac_of(lab: Lab, i: int) -> str:
 
 
 def root_mac(ifname: str) -> str:
-    return open(f"/sys/class/net/{ifname}/address").read().strip()
+    return Path(f"/sys/class/net/{ifname}/address").read_text().strip()
 
 
 @pytest.fixture
 def twin_lab(tmp_path):
     lab = Lab(2, bridge=False)
     sock = str(tmp_path / "s1.sock")
-    proc = None
+    proc = client = None
     try:
         args = [sys.executable, "-m", "topologies.switch.twin", "--name", "s1", "--control", sock,
                 "--dump", str(tmp_path / "s1.json")]
@@ -86,6 +87,8 @@ def twin_lab(tmp_path):
             lab.exec(i, "ip", "neigh", "replace", other.ip, "lladdr", root_mac(h.root_if), "dev", "eth0")
         yield lab, client, proc, sock
     finally:
+        if client is not None:
+            client.close()
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait()
@@ -128,7 +131,7 @@ def test_ping_udp_counters_and_clean_exit(twin_lab):
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=5) == 0
     assert not os.path.exists(sock)
-    dump = json.loads(open(os.path.join(os.path.dirname(sock), "s1.json")).read())
+    dump = json.loads(Path(sock).with_name("s1.json").read_text())
     assert dump["registers"]["flow_step"][0] == step and dump["counters"]["pkts"]["0"]["packets"] == n
 
 
