@@ -44,6 +44,7 @@ def test_requests_reach_the_pipeline(switch):
     (b"not json", "bad request"),
     (b"[1, 2]", "bad request"),
     (json.dumps({"id": 1, "method": "rm_rf"}).encode(), "unknown method"),
+    (json.dumps({"id": 1, "method": ["ping"]}).encode(), "unknown method"),     # once a crash: unhashable
     (json.dumps({"id": 1, "method": "register_read", "args": ["nope", 0]}).encode(), "unknown register"),
     (json.dumps({"id": 1, "method": "set_queue_rate", "args": [100, 3]}).encode(), "no port 3"),
     (json.dumps({"id": 1, "method": "set_queue_rate_bps", "args": [8e6, 3]}).encode(), "no port 3"),
