@@ -2,7 +2,9 @@
 successor.  Pure: no sockets, no clock reads (`now` is passed in).
 
 Packets of `payload_bytes` inside a window, paced at the reaction point's
-`rate_bps` (read before every packet, counting the bytes the link counts);
+`rate_bps` (read before every packet, counting the bytes the link counts;
+when the rate has risen since the wait for the next packet was set, the rest
+of that wait goes at the new rate: re-pacing);
 retransmission on timeout (RFC 6298 RTO with back-off, restarted on progress),
 on gaps (RACK-like: DUPTHRESH later transmissions arrived) and by a tail loss
 probe.  docs/hosts.md gives the reasons for each rule.
@@ -75,6 +77,7 @@ class Sender:
         self._timers: list = []      # (deadline, txseq, step, index)
         self._seq = 0
         self._next_tx = -math.inf
+        self._gap_rate = 0.0          # the rate the wait until _next_tx was set at
         self._srtt: float | None = None
         self._rttvar = 0.0
         self._rto = params.rto_ms / 1000.0   # from the RTT estimator, before back-off
@@ -177,6 +180,15 @@ class Sender:
         """Send what the window and the pacing rate allow now."""
         rate = self.rp.rate_bps
         held, self._held = self._held, None
+        if rate and now < self._next_tx and rate > self._gap_rate:
+            # re-pacing: the rate rose since the wait was set (a packet sent
+            # at a low rate would otherwise hold the next for its full gap,
+            # e.g. 1/min rate, however soon the rate recovered): what is left
+            # of the wait goes at the new rate
+            self._next_tx = now + (self._next_tx - now) * self._gap_rate / rate
+            if held is not None:
+                held = min(held, self._next_tx)
+            self._gap_rate = rate
         while True:
             if rate and now < self._next_tx:
                 if self._sendable():
@@ -194,6 +206,7 @@ class Sender:
             if rate:
                 gap = nbytes * 8.0 / rate
                 self._next_tx = max(self._next_tx, now - self.p.burst_packets * gap) + gap
+                self._gap_rate = rate
 
     def _queue(self, flow: SendFlow, idx: int, why: str) -> None:
         flow.queued[idx] = 1

@@ -39,6 +39,29 @@ def test_rate_change_takes_effect_mid_step():
     assert 2.0 * full <= sim.now <= 2.8 * full
 
 
+def test_a_rate_that_rises_repaces_the_wait_for_the_next_packet():
+    # a packet sent at 1 % of the rate would hold the next one for 100 gaps;
+    # once the rate is back, what is left of that wait goes at the new rate
+    n, size, rate = 2, 140_000, 8e6
+    sim = Sim(n, lambda r, step: size, rate=rate)
+    for ep in sim.eps:
+        ep.start_send(0, bytes(size), 0.0)
+    gap = (1400 + WIRE_OVERHEAD) * 8 / rate
+    sim.run_until(lambda: sim.now >= 20 * gap)
+    for ep in sim.eps:
+        ep.sender.rp.rate_bps = rate / 100
+    sent = [ep.counters["tx_data"] for ep in sim.eps]
+    sim.run_until(lambda: all(ep.counters["tx_data"] > s for ep, s in zip(sim.eps, sent, strict=True)))
+    t_slow = sim.now                  # a packet each went at 1 %: its gap is 100 x gap
+    for ep in sim.eps:
+        ep.sender.rp.rate_bps = rate
+    sim.run_until(lambda: all(ep.send_done(0) and ep.recv_done(0) for ep in sim.eps))
+    full = (size + 100 * WIRE_OVERHEAD) * 8 / rate
+    # without re-pacing the wait after the slow packet alone is 100 gaps (~1.5 full steps' worth)
+    assert sim.now - t_slow < full * 0.9 + 5 * gap
+    assert sim.now < 1.1 * full + 5 * gap
+
+
 def test_first_packets_before_successor_listens():
     # the successor's packets are lost until it "starts" at t=0.3 s; the sender
     # probes with one packet per RTO and then sends the window
