@@ -11,6 +11,7 @@ import pytest
 
 from contract import exits
 from experiments import cli
+from hosts.job import agent_memory_bytes
 from tests.harness import REPO
 from tests.harness.mounts import tmpfs
 
@@ -91,8 +92,10 @@ def test_a_message_the_machine_cannot_hold_is_refused(tmp_path, capsys):
     if code == exits.OK:
         pytest.skip("this machine has the memory for it")
     assert code == exits.USAGE and len(err) == 1
-    assert err[0].startswith("config error: jobs[0].message_bytes: the run's agents would need 56.00 GB of "
-                             "memory at once (4 agents of 14.00 GB in job 1:")
+    each = agent_memory_bytes(4, 2**31)         # the model the refusal quotes: about 14 GB
+    assert 13.9e9 < each < 14.1e9
+    assert err[0].startswith("config error: jobs[0].message_bytes: the run's agents would need "
+                             f"{4 * each / 1e9:.2f} GB of memory at once (4 agents of {each / 1e9:.2f} GB in job 1:")
     assert err[0].endswith("available")
     assert run_cli(["model", path], capsys)[0] == exits.OK      # the model runs no agent
 

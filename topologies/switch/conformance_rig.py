@@ -3,7 +3,7 @@
 pairs, packets in and out through AF_PACKET sockets.
 
 - Bmv2Target: simple_switch running build/bmv2/symphony.json (rebuilt with
-  `make p4` when stale: topologies.switch.targets.bmv2_program_stale),
+  `make p4` when stale: topologies.switch.targets.build_bmv2_program),
   control through p4-utils' SimpleSwitchThriftAPI (topologies.switch.bmv2);
   a packet's queue condition is made real by queueing filler packets in
   front of it behind a held one (how, and why that way: Bmv2Target).  It
@@ -31,7 +31,7 @@ from topologies.network.shell import sh
 from topologies.network.state import StateFile
 from topologies.switch.bmv2 import CTRL_FRAME_BYTES, Bmv2Client, free_tcp_port, simple_switch_command
 from topologies.switch.conformance import SKIPPED, TargetTooSlow
-from topologies.switch.targets import BMV2_JSON, REPO_ROOT, bmv2_program_stale
+from topologies.switch.targets import BMV2_JSON, REPO_ROOT, build_bmv2_program
 from topologies.switch.twin import packets
 from topologies.switch.twin.client import TwinClient
 from topologies.switch.twin.sockets import PACKET_OUTGOING, open_port_socket
@@ -220,8 +220,7 @@ class Bmv2Target(WireTarget):
         return 1.0 / self.hold_pps
 
     def start(self) -> None:
-        if bmv2_program_stale():
-            subprocess.run(["make", "p4"], cwd=REPO_ROOT, check=True)
+        build_bmv2_program()
         self.thrift_port = free_tcp_port()
         # nanomsg notifications in the rig's socket directory, which clean-net removes after a crash
         self.ipc = str(self.state.make_sock_dir() / "notifications.ipc")

@@ -8,14 +8,17 @@ pytest can call it at collection time.
 
 ``bmv2_program_stale`` is the one definition of a stale BMv2 program
 (missing, or older than a P4 source it is compiled from): the network refuses
-such a program and the conformance rig rebuilds it, so neither runs
-yesterday's program against today's control plane.
+such a program and the conformance rig (and the test suite, tests/conftest.py)
+rebuild it with ``build_bmv2_program``, so neither runs yesterday's program
+against today's control plane.  Only that function starts anything.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -110,3 +113,18 @@ def bmv2_program_stale(json_path: Path = BMV2_JSON, p4_dir: Path = P4_DIR) -> st
             if p.is_file() and p.stat().st_mtime > built:
                 return f"{_shown(json_path)} is older than {_shown(p)}: rebuild it with `make p4`"
     return ""
+
+
+def build_bmv2_program(json_path: Path = BMV2_JSON) -> None:
+    """`make p4` (the Makefile holds the compiler's command line) when the
+    program is stale.  Make's output goes to stderr, so a caller whose
+    stdout is a protocol (a test's child process) keeps it clean.
+    TargetError with the output's last line when the build fails."""
+    if not bmv2_program_stale(json_path):
+        return
+    r = subprocess.run(["make", "--no-print-directory", "p4"], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    sys.stderr.write(r.stdout)
+    if r.returncode != 0:
+        last = [x for x in r.stdout.splitlines() if x.strip()][-1:] or ["no output"]
+        raise TargetError(f"`make p4` failed (exit {r.returncode}): {last[0]}")
