@@ -18,11 +18,13 @@ import textwrap
 import pytest
 
 from tests.harness import REPO
+from topologies.switch import targets
 from topologies.switch.targets import (
     TargetError,
     bmv2_available,
     bmv2_program_stale,
     bmv2_skip_reason,
+    build_bmv2_program,
     missing_bmv2_parts,
     resolve_target,
 )
@@ -117,6 +119,24 @@ def test_a_missing_program_is_stale(p4_tree):
     p4, built = p4_tree
     built.unlink()
     assert bmv2_program_stale(built, p4) == f"{built} is missing: build it with `make p4`"
+
+
+def test_build_runs_make_p4_only_for_a_stale_program_and_says_why_it_failed(tmp_path, monkeypatch, capsys):
+    calls = []
+
+    def fake_run(cmd, **kw):
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, 2, stdout="p4c-bm2-ss ...\nsymphony.p4(3): error: boom\n")
+    monkeypatch.setattr(targets.subprocess, "run", fake_run)
+    fresh = tmp_path / "fresh.json"
+    fresh.write_text("{}")
+    os.utime(fresh, (4e9, 4e9))                              # newer than every source
+    build_bmv2_program(fresh)
+    assert calls == []
+    with pytest.raises(TargetError, match=r"`make p4` failed \(exit 2\): symphony.p4\(3\): error: boom$"):
+        build_bmv2_program(tmp_path / "missing.json")
+    assert calls == [["make", "--no-print-directory", "p4"]]
+    assert "error: boom" in capsys.readouterr().err            # make's output on stderr, never stdout
 
 
 def test_the_repositorys_paths_are_shown_from_its_root():
