@@ -5,6 +5,10 @@ One event a line in ``agents/rank<r>.jsonl``.  Every event carries ``t``
 adds are listed in ``KIND_FIELDS``, those it may add (newer, so readers cope
 without them) in ``OPTIONAL_FIELDS``.  Everything that writes or checks an
 agent record imports this module, so the schema lives here only.
+
+Kinds are only ever added: a reader must cope with records that lack a newer
+kind (``ready`` came after the others: older records start at
+``iter_start``) and must not take an agent's first event for its first step.
 """
 
 from __future__ import annotations
@@ -18,6 +22,10 @@ COMMON_FIELDS = ("t", "kind", "job", "rank", "iter", "step")
 
 # kind -> fields it must carry besides COMMON_FIELDS
 KIND_FIELDS: dict[str, tuple[str, ...]] = {
+    # the agent's set-up is done (sockets bound, inputs and references drawn);
+    # iter 0, step 0.  With a start file (hosts.agent --start-file) it now
+    # waits for the run's start time; without one it starts at once.
+    "ready": (),
     "iter_start": (),
     # k: step index inside the iteration (0 .. 2(N-1)-1); phase "rs" | "ag"
     "step_start": ("k", "phase", "send_chunk", "recv_chunk"),
@@ -45,6 +53,10 @@ OPTIONAL_FIELDS: dict[str, tuple[str, ...]] = {
     # record: how late the agent's loop sent what only the pacer held, and
     # ran the DCQCN reaction point's timer events (UDP transport only)
     "stats": ("lateness",),
+    # start (iteration 0 of an agent started by a start file only):
+    # {"at_ns": the start time it read, "seen_ns": when it read it}, both ns
+    # CLOCK_REALTIME; the event's own t is when its sleep until at_ns ended
+    "iter_start": ("start",),
 }
 
 

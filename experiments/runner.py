@@ -30,7 +30,17 @@ from experiments.jitter.schedule import NO_NETEM
 from experiments.network import build_network
 from experiments.plan import RunPlan, run_plan, wall_deadline_s
 from experiments.signals import Signals
-from experiments.supervise import REPO, RunFailed, RunResult, start_agents, supervise
+from experiments.supervise import (
+    REPO,
+    START_FILE,
+    START_MARGIN_S,
+    RunFailed,
+    RunResult,
+    start_agents,
+    start_figures,
+    supervise,
+    write_start_file,
+)
 from hosts.job import dump_job
 from topologies.network.testbed import TestbedNetwork
 
@@ -216,26 +226,37 @@ class Runner:
             agents_dir.mkdir(exist_ok=True)
             injector = Injector(net, plan.schedule, run_dir / "jitter_applied.jsonl", python=self.python)
             monitor = RunMonitor()      # fidelity (experiments/fidelity.py): from every agent up to all gone
+            start_file = agents_dir / START_FILE
+            agents = []
             try:
-                agents = start_agents(net, plan.jobs, job_paths, agents_dir, self.python)
+                agents = start_agents(net, plan.jobs, job_paths, agents_dir, self.python, start_file)
                 t_spawn = time.monotonic()
                 meta["agents_spawned_ns"] = now_ns()
 
-                def on_all_started() -> None:
-                    # the jitter clock starts when every agent is up (has logged
-                    # its first event), not when the processes were spawned:
-                    # interpreter start-up takes a second or more for 8 agents
-                    # on 2 cores, and would eat the schedule's first second
-                    meta["t0_ns"] = now_ns()
-                    meta["agents_startup_s"] = round(time.monotonic() - t_spawn, 3)
+                def on_all_ready() -> None:
+                    # the start barrier: the agents start one by one (interpreter
+                    # start-up, binding, drawing inputs: a second or more for 16
+                    # agents on 2 cores) and each then waits, ready, for the start
+                    # file; every agent starts iteration 0 at the time it holds,
+                    # which is t0 of the jitter clock and of the analysis
+                    ready_mono, ready_ns = time.monotonic(), now_ns()
+                    at_ns = ready_ns + round(START_MARGIN_S * 1e9)
+                    write_start_file(start_file, at_ns)
+                    injector.start(ready_mono + (at_ns - ready_ns) / 1e9)
+                    meta.update(t0_ns=at_ns, agents_ready_ns=ready_ns, start_margin_s=START_MARGIN_S,
+                                agents_startup_s=round(ready_mono - t_spawn, 3))
                     R.write_json(run_dir / "meta.json", meta)
-                    injector.start()
                     monitor.start(net, agents)
 
-                supervise(net, agents, injector, t_spawn, deadline_s, res, on_all_started)
+                supervise(net, agents, injector, t_spawn, deadline_s, res, on_all_ready)
                 res.jitter_not_applied = not_applied(injector)
             finally:
                 monitor.stop()
+                if "t0_ns" in meta:
+                    meta["start"] = start_figures(agents, meta["t0_ns"])
+                    if meta["start"].get("headroom_min_ms", 0.0) < 0:
+                        self.say(f"start: an agent of {run_dir.name} saw the start file "
+                                 f"{-meta['start']['headroom_min_ms']:.1f} ms after the start time")
                 for problem in injector.stop(restore=not self.signals.interrupted):
                     self.say(f"jitter cleanup: {problem}")
                 if not self.signals.hurry:

@@ -2,11 +2,18 @@
 (dead, or hung: still running but stopped or not answering), agents,
 deadlines and the jitter timeline, until every agent exited (or one failed
 and the others had a grace period).  A failure raises ``RunFailed`` with a
-one-line reason that names who failed, when, and what it logged."""
+one-line reason that names who failed, when, and what it logged.
+
+The start barrier: every agent is started with ``--start-file``; once each
+has logged ``ready`` (set up, waiting), the runner writes the start file
+(``write_start_file``) with a start time START_MARGIN_S ahead, and every
+agent starts iteration 0 then; ``start_figures`` reads back how well that
+went."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from collections.abc import Callable
@@ -19,8 +26,15 @@ from hosts.job import JobSpec
 
 REPO = Path(__file__).resolve().parents[1]
 POLL_S = 0.1                  # supervision period: deaths are noticed within ~0.1-0.3 s
+READY_POLL_S = 0.01           # the same until every agent is ready: each waits for the start file
 AGENT_GRACE_S = 2.0           # after one agent failed, how long the others may still finish
-STARTUP_S = 30.0              # every agent must log its first event within this
+STARTUP_S = 30.0              # every agent must log `ready` within this (they wait hosts.agent.START_WAIT_S)
+# how far ahead of the moment every agent is ready the runner sets the start:
+# every agent must have seen the start file by then (it looks every
+# hosts.agent.START_POLL_S).  Measured at 16 ranks on 2 cores (the last agent
+# to see the file, after it was written): (docs: experiments/README.md "Start")
+START_MARGIN_S = 0.05
+START_FILE = "start"          # in the run's agents/ directory
 # what an agent's exit code says (hosts.agent; contract.exits)
 EXIT_MEANINGS = {exits.WRONG: "a result was wrong", exits.USAGE: "bad job file or arguments",
                  exits.FAILED: "a deadline passed or a socket failed",
@@ -89,10 +103,63 @@ def tail(path: Path, n: int = 1) -> str:
     return " | ".join([x for x in _lines(path) if x.strip()][-n:])
 
 
+def _events(path: Path):
+    """An agent's events in order, as far as they parse; stops at the first
+    line that does not (one being written)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                try:
+                    yield json.loads(line)
+                except ValueError:
+                    return
+    except OSError:
+        return
+
+
+def is_ready(path: Path) -> bool:
+    """Whether an agent has logged `ready` (its first event)."""
+    return has_events(path) and any(ev.get("kind") == "ready" for ev in _events(path))
+
+
+def write_start_file(path: Path, at_ns: int) -> None:
+    """The start file, atomically: written beside it, then renamed into
+    place, so an agent reads the whole start time or nothing."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(f"{at_ns}\n")
+    os.replace(tmp, path)
+
+
+def start_figures(agents: list[Agent], at_ns: int) -> dict:
+    """How the start went, from the agents' records: per agent the time it
+    saw the start file before the start (its headroom: negative when it saw
+    it late), how late it woke, and its first step_start against the start.
+    meta.json's ``start``."""
+    seen, woke, first = [], [], []
+    for a in agents:
+        for ev in _events(a.jsonl):
+            if ev.get("kind") == "iter_start" and ev.get("iter") == 0 and isinstance(ev.get("start"), dict):
+                info = ev["start"]
+                seen.append((at_ns - info.get("seen_ns", at_ns)) / 1e6)
+                woke.append((info.get("woke_ns", at_ns) - at_ns) / 1e6)
+            if ev.get("kind") == "step_start" and ev.get("step") == 0:
+                first.append((ev["t"] - at_ns) / 1e6)
+                break
+    out: dict = {"agents": len(agents), "started": len(first)}
+    if seen:
+        out.update(headroom_min_ms=round(min(seen), 3), woke_late_max_ms=round(max(woke), 3))
+    if first:
+        out.update(first_step_ms=[round(min(first), 3), round(max(first), 3)],
+                   first_step_spread_ms=round(max(first) - min(first), 3))
+    return out
+
+
 def start_agents(net, jobs: tuple[JobSpec, ...], job_paths: dict[int, Path], agents_dir: Path,
-                 python: str) -> list[Agent]:
+                 python: str, start_file: Path | None = None) -> list[Agent]:
     """One agent per rank (hosts.agent), stdout and stderr to rank<r>.log;
-    agents/job<id>/ per job when there are several."""
+    agents/job<id>/ per job when there are several.  start_file: every
+    agent waits for it once ready (hosts.agent --start-file)."""
     agents = []
     multi = len(jobs) > 1
     for spec in jobs:
@@ -101,8 +168,9 @@ def start_agents(net, jobs: tuple[JobSpec, ...], job_paths: dict[int, Path], age
         for r in spec.ranks:
             out = log_dir / f"rank{r.rank}.log"
             with open(out, "ab") as fh:
+                barrier = ["--start-file", str(start_file)] if start_file is not None else []
                 proc = net.popen(r.host, [python, "-m", "hosts.agent", "--job", str(job_paths[spec.job]),
-                                          "--rank", str(r.rank), "--log-dir", str(log_dir)],
+                                          "--rank", str(r.rank), "--log-dir", str(log_dir), *barrier],
                                  stdout=fh, stderr=subprocess.STDOUT, cwd=str(REPO))
             agents.append(Agent(spec.job, r.rank, r.host, proc, log_dir / f"rank{r.rank}.jsonl", out))
     return agents
@@ -133,18 +201,22 @@ def switch_failure(net, now: float) -> str | None:
 
 
 def supervise(net, agents: list[Agent], injector: Injector, t0: float, deadline_s: float, res: RunResult,
-              on_all_started: Callable[[], None] = lambda: None) -> None:
+              on_all_ready: Callable[[], None] = lambda: None) -> None:
     """Poll until every agent exited (or one failed and the others had a
-    grace period).  t0: time.monotonic() when the agents were spawned; the
-    jitter clock starts when every agent has logged its first event."""
+    grace period).  t0: time.monotonic() when the agents were spawned.
+    on_all_ready is called once every agent has logged `ready`: it writes the
+    start file and starts the injector's clock at the start time."""
     first_failure: str | None = None
     failed_at = 0.0
     started = False
+    ready: set[int] = set()
     while True:
         now = time.monotonic() - t0
-        if not started and all(has_events(a.jsonl) for a in agents):
-            started = True
-            on_all_started()
+        if not started:
+            ready.update(i for i, a in enumerate(agents) if i not in ready and is_ready(a.jsonl))
+            if len(ready) == len(agents):
+                started = True
+                on_all_ready()
         if started:
             try:
                 injector.tick()
@@ -152,8 +224,8 @@ def supervise(net, agents: list[Agent], injector: Injector, t0: float, deadline_
                 # a jitter action fails on a switch that hangs: the switch is the reason
                 raise RunFailed(switch_failure(net, now) or str(exc)) from None
         elif now > STARTUP_S:
-            late = [a.label for a in agents if not has_events(a.jsonl)]
-            raise RunFailed(f"{late[0]} logged nothing within {STARTUP_S:.0f}s of its start"
+            late = [a.label for i, a in enumerate(agents) if i not in ready]
+            raise RunFailed(f"{late[0]} was not ready (set up, logged `ready`) within {STARTUP_S:.0f}s of its start"
                             + (f" (and {len(late) - 1} more)" if len(late) > 1 else ""))
         failure = switch_failure(net, now)
         if failure:
@@ -176,7 +248,8 @@ def supervise(net, agents: list[Agent], injector: Injector, t0: float, deadline_
         if now > deadline_s:
             raise RunFailed(f"runner deadline of {deadline_s:.0f}s passed with {running} agent(s) still running")
         due = injector.next_due() if started else None
-        wait = POLL_S if due is None else min(POLL_S, max(0.0, due - injector.elapsed()))
+        poll = POLL_S if started else READY_POLL_S
+        wait = poll if due is None else min(poll, max(0.0, due - injector.elapsed()))
         time.sleep(max(wait, 0.001))
     res.wrong = res.wrong or any(a.proc.returncode == exits.WRONG for a in agents)
     res.disk_full = res.disk_full or any(a.proc.returncode == exits.DISK_FULL for a in agents)

@@ -1,13 +1,19 @@
 """One rank of a ring AllReduce job:
 
     python3 -m hosts.agent --job JOB.toml --rank R [--log-dir DIR]
+                           [--start-file PATH [--start-timeout S]]
 
 Runs the job's iterations over its transport, checks every result bit for bit
 against the sum computed in the ring's order, and writes its events to
-DIR/rank<R>.jsonl (default DIR: ./agents).  Exit codes (contract.exits,
+DIR/rank<R>.jsonl (default DIR: ./agents).  Once set up (sockets bound,
+inputs and references drawn) it logs `ready`; with --start-file it then
+waits for PATH to appear, reads the start time it holds (ns, CLOCK_REALTIME)
+and starts iteration 0 then (a start barrier: the runner's agents all start
+at once), else it starts at once.  Exit codes (contract.exits,
 docs/hosts.md): 0 every iteration exact; 1 a result was wrong; 2 bad job file
-or arguments; 3 a deadline passed (an `error` event says what the rank was
-waiting for) or a socket failed; 4 its records could not be written (disk
+or arguments (a start file that holds no start time); 3 a deadline passed
+(an `error` event says what the rank was waiting for: a peer's data, or the
+start file) or a socket failed; 4 its records could not be written (disk
 full); 130/143 SIGINT/SIGTERM.  Every failure is one line on stderr.
 """
 
@@ -25,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from contract import exits
-from contract.events import EventLog
+from contract.events import EventLog, now_ns
 from contract.tags import ring_step, steps_per_iteration
 from hosts import dcqcn, ring
 from hosts.job import JobError, JobSpec, derived_deadlines, first_step_slack, load_job, precomputed
@@ -35,6 +41,18 @@ from hosts.udp.sockets import UdpTransport
 
 # the class of each name in contract.tags.TRANSPORTS
 TRANSPORT_CLASSES: dict[str, type[Transport]] = {"udp": UdpTransport, "tcp": TcpTransport}
+
+# --start-file: how long an agent waits for the start file after its `ready`
+# (--start-timeout's default): longer than the runner gives every agent of a
+# run to be ready (experiments.supervise.STARTUP_S, 30 s) plus the first
+# step's start slack (hosts.job.START_SLACK_S, 10 s), so a slow start is the
+# runner's to report, naming the agent that was late; the agents' own limit
+# is for a runner that is gone
+START_WAIT_S = 40.0
+# how often a waiting agent looks for the start file: the runner sets the
+# start far enough ahead that every agent has seen the file by then
+# (experiments.supervise.START_MARGIN_S)
+START_POLL_S = 0.005
 
 
 def linger_idle_s(udp) -> float:
@@ -54,6 +72,49 @@ def stats_fields(tr) -> dict:
 
 class UsageError(Exception):
     """Bad arguments or environment: one line to stderr, exit 2."""
+
+
+def read_start_file(path: Path, timeout_s: float) -> int | None:
+    """The start time (ns, CLOCK_REALTIME) the start file holds; None while
+    it does not exist.  UsageError when it holds no start time, or one
+    further ahead than the agent would wait for the file itself."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"--start-file {path}: cannot read it: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        at_ns = int(text.strip())
+    except ValueError:
+        raise UsageError(f"--start-file {path}: holds no start time (an integer of ns): {text[:40]!r}") from None
+    ahead_s = (at_ns - now_ns()) / 1e9
+    if ahead_s > timeout_s:
+        raise UsageError(f"--start-file {path}: its start time is {ahead_s:.1f} s ahead, "
+                         f"beyond --start-timeout {timeout_s:g} s")
+    return at_ns
+
+
+def wait_for_start(path: Path, timeout_s: float, poll_s: float = START_POLL_S) -> tuple[int, int] | None:
+    """Wait until the start file exists: (its start time, when it was read),
+    both ns CLOCK_REALTIME; None when it did not appear within timeout_s."""
+    end = time.monotonic() + timeout_s
+    while True:
+        at_ns = read_start_file(path, timeout_s)
+        if at_ns is not None:
+            return at_ns, now_ns()
+        if time.monotonic() >= end:
+            return None
+        time.sleep(poll_s)
+
+
+def sleep_until(at_ns: int) -> tuple[float, int]:
+    """Sleep until at_ns (CLOCK_REALTIME; at once if it has passed): the
+    monotonic clock's reading and the wall time (ns) when it woke."""
+    delay = (at_ns - now_ns()) / 1e9
+    if delay > 0:
+        time.sleep(delay)
+    return time.monotonic(), now_ns()
 
 
 class RecordsLost(Exception):
@@ -124,6 +185,7 @@ class Agent:
         self.log = log
         self.step_s, self.run_s = derived_deadlines(spec)
         self.at = (0, 0)             # (iteration, step) in progress, for error events
+        self.ahead: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # drawn before the first step
         rp, np_ = rate_control(spec, time.monotonic())
         cls = TRANSPORT_CLASSES.get(spec.transport)
         if cls is None:
@@ -150,15 +212,23 @@ class Agent:
         spec = self.spec
         return ring.make_input(spec.seed, iteration, self.rank, spec.n_elems), self.reference(iteration)
 
-    def run(self) -> int:
+    def prepare(self) -> None:
+        """Every iteration's input and reference before the first step when
+        they fit in PRECOMPUTE_BYTES: drawn at each iteration's start (every
+        rank draws every rank's input), 16 agents on 2 cores spent ~20 ms of
+        CPU each between iterations, which the ring waited for."""
         spec = self.spec
-        # every iteration's input and reference before the first step when
-        # they fit in PRECOMPUTE_BYTES: drawn at each iteration's start (every
-        # rank draws every rank's input), 16 agents on 2 cores spent ~20 ms of
-        # CPU each between iterations, which the ring waited for
-        ahead = {it: self.data(it) for it in range(spec.iterations)} \
-            if precomputed(spec.iterations, spec.message_bytes) else {}
-        start = time.monotonic()
+        if precomputed(spec.iterations, spec.message_bytes):
+            self.ahead = {it: self.data(it) for it in range(spec.iterations)}
+
+    def run(self, start: float | None = None, start_info: dict | None = None) -> int:
+        """The iterations.  start: the monotonic time the run started (the
+        start file's time; None: now), which the run deadline and iteration
+        0's straggle delay count from; start_info: iteration 0's iter_start
+        `start` field."""
+        spec = self.spec
+        ahead = self.ahead
+        start = time.monotonic() if start is None else start
         run_deadline = start + self.run_s
         wrong = 0
         for it in range(spec.iterations):
@@ -169,7 +239,8 @@ class Agent:
             # no time inside the measured collective
             mine, ref = ahead.pop(it) if it in ahead else self.data(it)
             first = ring_step(it, 0, self.n)
-            self.log.emit("iter_start", iter=it, step=first)
+            extra = {"start": start_info} if it == 0 and start_info else {}
+            self.log.emit("iter_start", iter=it, step=first, **extra)
             rr = ring.RingRank(self.rank, self.n, mine)
             for k in range(self.spi):
                 step = ring_step(it, k, self.n)
@@ -201,6 +272,22 @@ class Agent:
                       **stats_fields(self.tr))
         return exits.WRONG if wrong else exits.OK
 
+    def await_start(self, path: Path, timeout_s: float) -> tuple[float, dict] | None:
+        """Wait for the start file and then until its start time: (the
+        monotonic time of the start, iteration 0's `start` field); None when
+        the file did not appear in time (an error event and the stats
+        logged)."""
+        got = wait_for_start(path, timeout_s)
+        if got is None:
+            reason = f"start deadline of {timeout_s:.1f} s passed waiting for the start file {path}"
+            self.log.emit("error", iter=0, step=0, reason=reason, deadline="start")
+            self.log.emit("stats", iter=0, step=0, **stats_fields(self.tr))
+            say(f"hosts.agent rank {self.rank}: {reason}")
+            return None
+        at_ns, seen_ns = got
+        start, woke_ns = sleep_until(at_ns)
+        return start, {"at_ns": at_ns, "seen_ns": seen_ns, "woke_ns": woke_ns}
+
     def fail(self, it: int, step: int, which: str, limit: float, info: dict) -> int:
         reason = f"{which} deadline of {limit:.1f} s passed waiting for {info['what']}"
         fields = {k: v for k, v in info.items() if k not in ("what", "step")}
@@ -217,7 +304,15 @@ def parse_args(argv) -> argparse.Namespace:
     ap.add_argument("--job", required=True, help="job file (TOML)")
     ap.add_argument("--rank", required=True, type=int, help="this agent's rank")
     ap.add_argument("--log-dir", default="agents", help="where rank<R>.jsonl goes (./agents)")
-    return ap.parse_args(argv)
+    ap.add_argument("--start-file", type=Path, metavar="PATH",
+                    help="once set up (after `ready`), wait for PATH and start at the time it holds "
+                         "(ns, CLOCK_REALTIME); without it the agent starts at once")
+    ap.add_argument("--start-timeout", type=float, default=START_WAIT_S, metavar="S",
+                    help=f"how long to wait for the start file before failing (exit 3; {START_WAIT_S:g} s)")
+    args = ap.parse_args(argv)
+    if not args.start_timeout > 0:
+        ap.error(f"--start-timeout {args.start_timeout:g}: must be above 0 s")
+    return args
 
 
 def open_records(args) -> tuple[JobSpec, Records]:
@@ -235,9 +330,11 @@ def open_records(args) -> tuple[JobSpec, Records]:
         raise UsageError(f"--log-dir {log_dir}: {e.strerror or e}") from None
 
 
-def serve(spec: JobSpec, rank: int, log: Records) -> int:
-    """Open the transport, run the iterations, record how it ended; the exit
-    code.  RecordsLost when a record could not be written."""
+def serve(spec: JobSpec, rank: int, log: Records, start_file: Path | None = None,
+          start_timeout: float = START_WAIT_S) -> int:
+    """Open the transport, draw the data, log `ready`, wait for the start
+    (start_file), run the iterations, record how it ended; the exit code.
+    RecordsLost when a record could not be written."""
     try:
         agent = Agent(spec, rank, log)
         try:
@@ -251,7 +348,15 @@ def serve(spec: JobSpec, rank: int, log: Records) -> int:
         say(f"hosts.agent: {e}")
         return exits.USAGE
     try:
-        return agent.run()
+        agent.prepare()
+        log.emit("ready", iter=0, step=0)
+        if start_file is None:
+            return agent.run()
+        got = agent.await_start(start_file, start_timeout)
+        return exits.FAILED if got is None else agent.run(*got)
+    except UsageError as e:
+        say(f"hosts.agent rank {rank}: {e}")
+        return exits.USAGE
     except OSError as e:
         # e.g. a step's tagged port held by a socket without SO_REUSEADDR
         reason = f"socket error: {e.strerror or e}"
@@ -275,7 +380,7 @@ def main(argv=None) -> int:
         say(f"hosts.agent: {e}")
         return exits.USAGE
     try:
-        return serve(spec, args.rank, log)
+        return serve(spec, args.rank, log, args.start_file, args.start_timeout)
     except RecordsLost as e:
         say(f"hosts.agent rank {args.rank}: {e}")
         return exits.DISK_FULL if e.full else exits.FAILED

@@ -27,3 +27,12 @@ def test_optional_fields_are_checked_when_present_only():
     validate({**base, "lateness": {"pacing": {"n": 0}, "dcqcn_timer": {"n": 0}}})
     with pytest.raises(SchemaError, match="lateness"):
         validate({**base, "lateness": 3})
+
+
+def test_ready_and_the_start_of_iteration_0():
+    validate({"t": 1, "kind": "ready", "job": 1, "rank": 0, "iter": 0, "step": 0})
+    base = {"t": 2, "kind": "iter_start", "job": 1, "rank": 0, "iter": 0, "step": 0}
+    validate(base)                                            # older records, and agents without a start file
+    validate({**base, "start": {"at_ns": 2, "seen_ns": 1, "woke_ns": 2}})
+    with pytest.raises(SchemaError, match="start"):
+        validate({**base, "start": 2})

@@ -11,22 +11,35 @@ import pytest
 
 from experiments import config as C
 
-# A stand-in for hosts.agent: reads the job file, writes schema-valid events,
-# behaves as FAKE_MODE says: ok | wrong | hang | fail3 | full (rank 1 finds the disk full).
+# A stand-in for hosts.agent: reads the job file, logs `ready`, waits for the
+# start file (--start-file, with the agent's own functions), writes
+# schema-valid events, behaves as FAKE_MODE says: ok | wrong | hang | fail3 |
+# full (rank 1 finds the disk full) | unready (rank 1 never gets ready).
 FAKE_AGENT = r"""
 import os, sys, time
+from pathlib import Path
 from contract.events import EventLog
 from contract.tags import steps_per_iteration
+from hosts.agent import sleep_until, wait_for_start
 from hosts.job import load_job
 args = sys.argv[1:]
 job = load_job(args[args.index("--job") + 1]); rank = int(args[args.index("--rank") + 1])
 log_dir = args[args.index("--log-dir") + 1]
+start_file = Path(args[args.index("--start-file") + 1]) if "--start-file" in args else None
 mode = os.environ.get("FAKE_MODE", "ok")
 n = job.n_ranks
 spi = steps_per_iteration(n)
 with EventLog(os.path.join(log_dir, f"rank{rank}.jsonl"), job.job, rank) as log:
+    if mode == "unready" and rank == 1:
+        time.sleep(1000)
+    log.emit("ready", 0, 0)
+    start = {}
+    if start_file is not None:
+        at_ns, seen_ns = wait_for_start(start_file, 40.0)
+        _, woke_ns = sleep_until(at_ns)
+        start = {"start": {"at_ns": at_ns, "seen_ns": seen_ns, "woke_ns": woke_ns}}
     for it in range(job.iterations):
-        log.emit("iter_start", it, it * spi)
+        log.emit("iter_start", it, it * spi, **(start if it == 0 else {}))
         for k in range(spi):
             step = it * spi + k
             log.emit("step_start", it, step, k=k, phase="rs" if k < n - 1 else "ag", send_chunk=0, recv_chunk=0)

@@ -14,7 +14,9 @@ import tomllib
 from contract.events import validate
 from experiments import runner as RN
 from experiments import summary as SU
+from experiments import supervise
 from experiments.signals import Signals
+from hosts import agent
 
 
 def make_runner(fake_net, tmp_path, c, **net_kw):
@@ -154,3 +156,56 @@ def test_second_interrupt_still_cleans_up(tmp_path, fake_net, fake_spec):
     assert sigs.hurry and len(results) == 1 and results[0].status == "interrupted"
     assert fake_net.instances[0].stopped
     assert all(p.poll() is not None for p in fake_net.instances[0].procs)
+
+
+def test_every_agent_starts_at_the_start_file_time_and_the_jitter_counts_from_it(tmp_path, fake_net, fake_spec):
+    """The start barrier with the fake agents (hosts.agent's own wait and
+    sleep): every agent logs `ready` before the start file exists, meta.json's
+    t0_ns is the time the file holds, every first step starts after it (a
+    loose bound here: the fake agents are for the logic; the tight one is the
+    soft target's, test_runner_soft.py), and the squeezes land relative to it."""
+    r, _ = make_runner(fake_net, tmp_path, fake_spec(variants=["baseline"]))
+    (res,) = r.run_all()
+    assert res.status == "ok", res.reason
+    m = meta(res.run_dir)
+    t0 = m["t0_ns"]
+    assert int((res.run_dir / "agents" / RN.START_FILE).read_text()) == t0
+    assert m["start_margin_s"] == RN.START_MARGIN_S and t0 - m["agents_ready_ns"] == round(RN.START_MARGIN_S * 1e9)
+    for rank in range(4):
+        evs = [json.loads(x) for x in (res.run_dir / "agents" / f"rank{rank}.jsonl").read_text().splitlines()]
+        assert [e["kind"] for e in evs[:3]] == ["ready", "iter_start", "step_start"]
+        assert evs[0]["t"] <= m["agents_ready_ns"]
+        assert evs[1]["start"]["at_ns"] == t0 and evs[1]["start"]["seen_ns"] < t0
+        assert 0 <= evs[2]["t"] - t0 < 200e6
+    start = m["start"]
+    assert start["agents"] == start["started"] == 4 and start["headroom_min_ms"] > 0
+    assert 0 <= start["first_step_ms"][0] <= start["first_step_ms"][1] < 200
+    applied = [json.loads(x) for x in (res.run_dir / "jitter_applied.jsonl").read_text().splitlines()]
+    assert [a["op"] for a in applied] == ["set_rate", "set_rate"]
+    # each action at its scheduled time after t0 (the wall clock's when the
+    # injector did it), never before
+    for a in applied:
+        assert 0 <= (a["t"] - t0) / 1e9 - a["t_sched_s"] < 0.15, a
+
+
+def test_an_agent_that_never_gets_ready_fails_the_run_naming_it(tmp_path, fake_net, fake_spec, monkeypatch):
+    monkeypatch.setattr("experiments.supervise.STARTUP_S", 3.0)
+    r, _ = make_runner(fake_net, tmp_path, fake_spec(variants=["baseline"]), mode="unready")
+    t = time.monotonic()
+    (res,) = r.run_all()
+    assert time.monotonic() - t < 15
+    assert res.status == "failed"
+    assert re.fullmatch(r"agent job 1 rank 1 on h\d+ was not ready \(set up, logged `ready`\) within 3s of its start",
+                        res.reason), res.reason
+    # no start file: the others were never let go, and the run has no t0
+    assert not (res.run_dir / "agents" / RN.START_FILE).exists() and "t0_ns" not in meta(res.run_dir)
+    assert all(p.poll() is not None for p in fake_net.instances[0].procs)
+
+
+def test_the_runner_gives_up_on_a_slow_start_before_the_agents_do():
+    """An agent waits longer for the start file than the runner waits for
+    every agent to be ready: a slow start is reported by the runner, naming
+    the late agent, not by the early agents timing out."""
+    assert supervise.STARTUP_S < agent.START_WAIT_S
+    # and every agent can see the start file before the start time
+    assert agent.START_POLL_S < supervise.START_MARGIN_S / 4

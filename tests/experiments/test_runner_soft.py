@@ -83,6 +83,41 @@ def _runs(exp_dir: Path) -> list[Path]:
     return sorted(p for p in exp_dir.iterdir() if p.is_dir() and re.search(r"-rep\d+$", p.name))
 
 
+# The start barrier's bounds on a real run (4 agents, ci4): every rank's
+# first step starts within FIRST_STEP_MS of t0 (meta.json's start time) and
+# never before it; ci4 measured 0.3-1.2 ms (spread 0.75-0.84 ms) with another
+# engineer's 8-rank emulation sharing the 2 cores, 16 ranks on a quiet machine
+# (experiments/README.md, "The start barrier"); the bound
+# leaves room for a loaded machine (the agents' timer p99 reached 6 ms with 8
+# agents and 2 busy loops: docs/hosts.md, "Timer lateness").
+FIRST_STEP_MS = 10.0
+# a jitter action is applied when due after t0: measured 4-8 ms after its
+# scheduled time, which includes the control-socket call to the twin it makes
+JITTER_LATE_MS = 50.0
+
+
+def _check_start(run: Path, meta: dict) -> None:
+    """The start barrier in a run's records: the start file holds meta.json's
+    t0_ns, every rank logged `ready` before it and started within
+    FIRST_STEP_MS after it, the jitter actions at their times after it."""
+    t0 = meta["t0_ns"]
+    assert int((run / "agents" / RN.START_FILE).read_text()) == t0
+    firsts = []
+    for f in sorted((run / "agents").glob("rank*.jsonl")):
+        evs = [json.loads(x) for x in f.read_text().splitlines()]
+        assert evs[0]["kind"] == "ready" and evs[0]["t"] < t0
+        firsts.append(next(e["t"] for e in evs if e["kind"] == "step_start") - t0)
+    assert 0 <= min(firsts) and max(firsts) < FIRST_STEP_MS * 1e6, [x / 1e6 for x in firsts]
+    start = meta["start"]
+    assert start["started"] == 4 and start["headroom_min_ms"] > 0 and start["first_step_ms"][1] < FIRST_STEP_MS
+    applied = [json.loads(x) for x in (run / "jitter_applied.jsonl").read_text().splitlines()]
+    due = [a for a in applied if a.get("t_sched_s") is not None]
+    assert [a["op"] for a in due] == ["set_rate", "set_rate"]
+    for a in due:
+        late_ms = ((a["t"] - t0) / 1e9 - a["t_sched_s"]) * 1e3
+        assert 0 <= late_ms < JITTER_LATE_MS, a
+
+
 @pytest.mark.parametrize("target", ["soft", pytest.param("bmv2", marks=pytest.mark.bmv2)])
 def test_ci4_both_variants_exact_records_valid(tmp_path, target):
     r = subprocess.run([sys.executable, "-m", "experiments", "run", str(CI4), "--target", target,
@@ -109,6 +144,7 @@ def test_ci4_both_variants_exact_records_valid(tmp_path, target):
         for p in (run / "switches").glob("*.json"):
             json.loads(p.read_text())
         assert (run / "config.toml").exists() and (run / "jobs" / "job1.toml").exists()
+        _check_start(run, meta)
         assert _left_behind(meta["network_id"]) == []
     # same seed, same schedule; and it is the one the config makes
     texts = {(run / "jitter.jsonl").read_text() for run in runs}

@@ -152,7 +152,7 @@ def test_sigterm_keeps_records_and_counters(lab_factory, tmp_path):
     os.kill(proc.pid, signal.SIGTERM)
     assert proc.wait(timeout=10) == 143
     evs = read_log(log_dir, 1)
-    assert [e["kind"] for e in evs][:2] == ["iter_start", "step_start"]
+    assert [e["kind"] for e in evs][:3] == ["ready", "iter_start", "step_start"]
     assert evs[-1]["kind"] == "stats"
 
 
