@@ -11,6 +11,7 @@ from typing import Any
 
 from analysis import metrics as m
 from analysis.oracle import CAPTURE_MIN_PCT
+from analysis.regime import RECOVERED
 
 
 def _f(x: Any, fmt: str = "{:.3f}") -> str:
@@ -53,6 +54,8 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
               "a variant marked (degraded) has none, and its figures are the degraded runs'.", ""]
     if any(row["oracle"] for row in summary.get("jobs", {}).values()):
         lines += _oracle_markdown(summary)
+    if (summary.get("regime") or {}).get("rows"):
+        lines += _regime_markdown(summary)
     if summary.get("multi_job"):
         lines += _per_job_markdown(summary, analysed)
     wrong = [r for row in summary["variants"].values() for r in row["wrong_results"]]
@@ -185,4 +188,37 @@ def _per_job_markdown(summary: dict[str, Any], analysed: list[dict[str, Any]]) -
                          f"| {j['iterations_complete']} / {j['iterations']} | {per_iter} "
                          f"| {_f(j['cct_mean_s'], '{:.4f}')} | {_f(j['exact'], '{}')} |")
     lines.append("")
+    return lines
+
+
+def _regime_cell(value: Any, unit: str, count: int | None = None) -> str:
+    if value is None:
+        return "-" if not count else f"- (n={count})"
+    text = f"{value * 1e3:.3g}" if unit == "ms" else f"{value:.3g}"
+    return text if count is None else f"{text} (n={count})"
+
+
+def _regime_markdown(summary: dict[str, Any]) -> list[str]:
+    """The regime table (analysis.regime): per job the measured seconds and
+    ratios of each variant, the parameters' own value and the target."""
+    reg = summary["regime"]
+    variants = list(summary["variants"])
+    labels = reg.get("labels") or {}
+    lines = ["### Regime", "",
+             "| job | quantity | " + " | ".join(variants) + " | parameters | target (deployment) |",
+             "|---|---|" + "---|" * len(variants) + "---|---|"]
+    for row in reg["rows"]:
+        name = row["quantity"] + (" (ms)" if row["unit"] == "ms" else "")
+        counts = row.get("counts") or {}
+        cells = [_regime_cell(row["measured"].get(v), row["unit"], counts.get(v)) for v in variants]
+        lines.append(f"| {row['job']} | {name} | " + " | ".join(cells)
+                     + f" | {_regime_cell(row['design'], row['unit'])} | {_regime_cell(row['target'], row['unit'])} |")
+    named = [f"`{n}`: {labels[n]}" for n in dict.fromkeys(r["quantity"] for r in reg["rows"]) if n in labels]
+    lines += ["", "The regime DCQCN ran in (analysis/regime.py): measured from the counted runs' records "
+              "(step time: median step_end - step_start; RTT: the senders' samples, which hold the receiver's "
+              "ACK delay and the queues; recovery and climb: from the rate events, back to "
+              f"{int(RECOVERED * 100)} % of line rate), beside the parameters' own value at the step time their "
+              "timers derive from and the declared deployment's (the regime file beside the runs; `-` without "
+              "one). Ratios over the measured step; periods are the parameters'; Kmin/Kmax over line rate x "
+              "the measured RTT." + (" " + "; ".join(named) + "." if named else ""), ""]
     return lines

@@ -27,6 +27,7 @@ from typing import Any
 
 from analysis import metrics as m
 from analysis import plots
+from analysis import regime as rg
 from analysis.markdown import render_markdown
 from analysis.oracle import find_oracle, job_comparison, load_oracle, timeline_events
 from analysis.records import Run, load_run, meta_t0_ns
@@ -88,6 +89,8 @@ def analyse_run(run: Run) -> dict[str, Any]:
         "seed": run.meta.get("seed"),
         **m.run_metrics(run.events, run.switches, run.config, run.jitter),
     }
+    # the regime DCQCN ran in, as the records measure it (analysis.regime)
+    out["regime"] = rg.measure(run.events, m.link_rate_bps(run.config))
     out["summary"] = run_summary(out)
     out["warnings"] = list(run.warnings)
     return out
@@ -156,12 +159,15 @@ def summarise_jobs(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = None) -> dict[str, Any]:
+def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = None,
+              regime: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per variant: ok/failed runs, CCT mean/std over pooled samples,
     change against baseline in percent (negative = faster), misalignment,
     marks and CNPs per run.  Per job: measured CCTs and change beside the
     oracle's (an oracle document, analysis.oracle), what was captured of it
-    and the emulation's efficiency."""
+    and the emulation's efficiency.  ``regime``: the regime measured per
+    variant and job, and the table's rows beside the parameters' design and
+    the targets of a regime document (analysis.regime)."""
     variants = _order(a["variant"] for a in analysed)
     out: dict[str, Any] = {"variants": {}}
     for v in variants:
@@ -199,6 +205,9 @@ def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = No
             jrow["cct_change_pct"] = _change(v, jrow["cct_mean_s"], base_jobs.get(job, {}).get("cct_mean_s"))
     out["multi_job"] = any(len(a["summary"]["jobs"]) > 1 for a in analysed)
     out["jobs"] = job_comparison(out["variants"], oracle, analysed)
+    measured = {v: rg.summarise(counted([a for a in analysed if a["variant"] == v])[0]) for v in variants}
+    out["regime"] = {"measured": measured, "rows": rg.table(measured, regime),
+                     "labels": (regime or {}).get("labels") or {}}
     out["oracle_threshold"] = oracle.get("threshold") if oracle else None
     return out
 
@@ -410,12 +419,14 @@ def _staged(out: Path) -> Iterator[Path]:
 
 
 def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = None,
-                 oracle: str | Path | None = None) -> Path:
+                 oracle: str | Path | None = None, regime: str | Path | None = None) -> Path:
     """Analyse the runs, write metrics.json into each, plots, report.md and
     report.json (the summary table's figures) into out_dir (default:
     ``default_out_dir``).  oracle: the oracle file to set beside the runs
     (default: the one beside the run directories, ``analysis.oracle.find_oracle``;
-    none: no oracle figures).  Returns report.md's path."""
+    none: no oracle figures); regime: the regime file with the targets
+    (default: the one beside the run directories, ``analysis.regime.find_regime``;
+    none: the regime table without design and target).  Returns report.md's path."""
     run_dirs = _check_dirs(run_dirs)
     out = Path(out_dir) if out_dir is not None else default_out_dir(run_dirs)
     runs = [load_run(d) for d in run_dirs]
@@ -427,7 +438,9 @@ def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = No
     warnings = [w for r in runs for w in r.warnings]
     oracle_path = Path(oracle) if oracle is not None else find_oracle(run_dirs)
     doc = load_oracle(oracle_path, warnings) if oracle_path is not None else None
-    summary = summarise(analysed, doc)
+    regime_path = Path(regime) if regime is not None else rg.find_regime(run_dirs)
+    regime_doc = rg.load_regime(regime_path, warnings) if regime_path is not None else None
+    summary = summarise(analysed, doc, regime_doc)
     with _staged(out) as stage:
         _write_json(stage / "report.json", {"runs": [str(r.path) for r in runs],
                                             "oracle_file": str(oracle_path) if doc else None, **summary})

@@ -17,10 +17,13 @@ from statistics import mean, stdev
 
 from analysis.oracle import job_comparison
 from analysis.records import load_run
+from analysis.regime import FILE_SUFFIX as REGIME_SUFFIX
+from analysis.regime import SCHEMA as REGIME_SCHEMA
 from analysis.report import analyse_run, summarise, write_report
 from contract import exits
 from experiments import rundir as R
 from experiments.config import ExperimentSpec
+from experiments.config.spec import job_specs
 from experiments.fidelity import summary_warnings
 from experiments.oracle import ModelError
 from experiments.oracle.export import document
@@ -28,6 +31,8 @@ from experiments.oracle.scenario import predict_repeats
 from experiments.signals import Signals
 from experiments.supervise import RunResult
 from experiments.tables import align, fmt
+from hosts import dcqcn
+from hosts.job import JobSpec
 
 # kept for the callers that name them here; contract.exits is where they live
 EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED = (
@@ -70,13 +75,64 @@ def oracle_document(spec: ExperimentSpec, schedules: Mapping[int, list[dict]], s
     return document(spec, predict_repeats(spec, schedules), stamp)
 
 
+def job_regime(js: JobSpec, kmin_pkts: float, kmax_pkts: float) -> dict | None:
+    """One job's DCQCN parameters as the agents build them
+    (hosts.agent.rate_control), their ratios at the step time the timers
+    derive from, and the ECN thresholds with the frame they count; None
+    without DCQCN (preset off, TCP, no line rate)."""
+    if js.transport != "udp" or js.dcqcn_preset == dcqcn.PRESET_OFF or js.line_rate_bps is None:
+        return None
+    p = dcqcn.make_params(js.dcqcn_preset, js.line_rate_bps, js.regime_step_s, js.timer_floor_s,
+                          **js.dcqcn_overrides)
+    step = js.regime_step_s
+    design = dcqcn.regime_ratios(p, step)
+    targets = dcqcn.regime_targets()
+    drift = [n for n in design if n in targets and not math.isclose(design[n], targets[n], rel_tol=0.1)]
+    return {"preset": js.dcqcn_preset, "line_rate_bps": p.line_rate_bps, "step_s": step,
+            "periods": {"alpha": p.alpha_period_s, "decrease": p.decrease_period_s,
+                        "increase": p.increase_period_s, "cnp": p.cnp_interval_s},
+            "recovery_s": design["recovery_per_step"] * step, "climb_s": design["climb_per_step"] * step,
+            "design": design, "drift": drift, "kmin_pkts": kmin_pkts, "kmax_pkts": kmax_pkts,
+            "frame_bytes": js.udp.frame_bytes}
+
+
+def regime_document(spec: ExperimentSpec, stamp: str) -> dict:
+    """The regime file's content (analysis/regime.py states the schema): the
+    declared deployment's ratios (the targets), and per job its parameters
+    and their own ratios.  The experiments layer writes it because analysis
+    cannot import hosts."""
+    d = dcqcn.DEPLOYMENT
+    return {"schema": REGIME_SCHEMA, "experiment": spec.name, "stamp": stamp,
+            "deployment_step_s": d.step_s, "deployment_rtt_s": d.base_rtt_s,
+            "targets": dcqcn.regime_targets(), "labels": dict(dcqcn.RATIO_LABELS),
+            "jobs": {str(js.job): job_regime(js, spec.ecn.kmin, spec.ecn.kmax) for js in job_specs(spec, {})}}
+
+
+def _regime(spec: ExperimentSpec, exp_dir: Path, stamp: str, say: Callable[[str], None]
+            ) -> tuple[dict | None, Path | None]:
+    """The regime file beside the runs; (document, path), None for what could
+    not be made or written."""
+    try:
+        doc = regime_document(spec, stamp)
+    except Exception as exc:        # the regime table must not cost the batch its summary
+        say(f"regime failed: {type(exc).__name__}: {exc}")
+        return None, None
+    path = exp_dir / f"{stamp}{REGIME_SUFFIX}"
+    try:
+        R.write_json(path, doc)
+    except OSError as exc:
+        say(f"regime: {path} not written ({exc.strerror or exc})")
+        return doc, None
+    return doc, path
+
+
 def write_oracle(path: Path, doc: dict) -> None:
     """Compact (step records make it long), atomic."""
     R.write_text(path, json.dumps(doc, separators=(",", ":")) + "\n")
 
 
 def summary(spec: ExperimentSpec, results: list[RunResult], analysed: list[dict | None], interrupted: bool,
-            oracle: dict | None = None) -> dict:
+            oracle: dict | None = None, regime: dict | None = None) -> dict:
     """summary.json: analysis' per-variant figures (pooled per-iteration CCT,
     change against baseline) plus the spread of the per-run means, and per
     job (``jobs.<id>``) the measured change beside the oracle's
@@ -84,7 +140,7 @@ def summary(spec: ExperimentSpec, results: list[RunResult], analysed: list[dict 
     ``efficiency``).  Without an analysis of every run (it failed, or a
     second Ctrl-C), the run list and the oracle only."""
     complete = bool(analysed) and all(a is not None for a in analysed)
-    s = summarise(analysed, oracle) if complete else {"variants": {}, "jobs": job_comparison({}, oracle, [])}
+    s = summarise(analysed, oracle, regime) if complete else {"variants": {}, "jobs": job_comparison({}, oracle, [])}
     for v, row in s["variants"].items():
         # the runs analysis counted (ok, and fidelity-ok unless none is: analysis.report.counted)
         row["run_cct_mean_s"], row["run_cct_std_s"] = _stats(row["cct_run_means_s"])
@@ -137,6 +193,26 @@ def jobs_table(jobs: dict, indent: str = "") -> str:
     return align(rows, indent)
 
 
+REGIME_PRINTED = ("step time", "RTT (median of the senders' minima)", "recovery from a halving",
+                  "climb from half rate", "rtt_per_step", "recovery_per_step", "climb_per_step",
+                  "step_per_decrease_period")
+
+
+def regime_table(summ: dict, indent: str = "") -> str:
+    """The regime rows worth a line on the terminal (analysis.regime.table)."""
+    variants = list(summ["variants"])
+    rows = [("job", "quantity", *variants, "parameters", "target")]
+    for r in summ["regime"]["rows"]:
+        if r["quantity"] not in REGIME_PRINTED:
+            continue
+        def cell(x, unit=r["unit"]):
+            return fmt(None if x is None else x * 1e3, "{:.1f}") if unit == "ms" else fmt(x, "{:.3g}")
+        name = "RTT min" if r["quantity"].startswith("RTT") else r["quantity"]
+        rows.append((r["job"], name + (" ms" if r["unit"] == "ms" else ""),
+                     *(cell(r["measured"].get(v)) for v in variants), cell(r["design"]), cell(r["target"])))
+    return align(rows, indent)
+
+
 def exit_code(results: list[RunResult], interrupted: bool) -> int:
     """The worst that happened, one code each (contract.exits): a wrong
     result, an interrupt, a full disk, a failed run."""
@@ -181,6 +257,10 @@ def _print_summary(spec: ExperimentSpec, results: list[RunResult], summ: dict, w
         print("per job, measured and the flow-level oracle on the same schedules"
               " (captured = measured change / oracle change; efficiency = oracle / measured baseline CCT):")
         print(jobs_table(summ["jobs"], "  "))
+    if (summ.get("regime") or {}).get("rows"):
+        print("regime (the report's table has every ratio): measured per variant, the parameters' own, the"
+              " deployment's target:")
+        print(regime_table(summ, "  "))
     late = sum(row.get("jitter_not_applied", 0) for row in summ["runs"])
     if late:
         print(f"note: {late} jitter entr{'y' if late == 1 else 'ies'} started after the run had ended and "
@@ -274,11 +354,12 @@ def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, 
     written whatever arrives meanwhile; a Ctrl-C during the report leaves no
     report and says how to make it."""
     analysed: list[dict | None] = [None] * len(results)
-    oracle, oracle_path = None, None
+    oracle, oracle_path, regime = None, None, None
     exp_dir.mkdir(parents=True, exist_ok=True)
     if not signals.hurry:                   # a second Ctrl-C: the run list only, no analysis
         try:
             oracle, oracle_path = _oracle(spec, results, exp_dir, stamp, say)
+            regime, _ = _regime(spec, exp_dir, stamp, say)
             analysed = analyse(results)
         except KeyboardInterrupt:
             say("interrupted: the summary lists the runs without their analysis")
@@ -287,7 +368,7 @@ def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, 
         if any(a is None for a in analysed):
             analysed = [None] * len(results)
     with signals.shielded():                # the summary is written whatever arrives now
-        summ = summary(spec, results, analysed, signals.interrupted, oracle)
+        summ = summary(spec, results, analysed, signals.interrupted, oracle, regime)
         summ["stamp"] = stamp
         summ["oracle_file"] = str(oracle_path) if oracle_path else None
         written = write_summary(exp_dir, stamp, summ, say)

@@ -88,10 +88,9 @@ def test_two_batches_of_one_second_keep_their_own_files(tmp_path, batch, fake_sp
     assert batch(fake_spec(variants=["baseline"])) == exits.OK
     exp = tmp_path / "out" / "fake"
     names = sorted(p.name for p in exp.iterdir())
-    assert names == ["20990101T000000Z-baseline-rep1", "20990101T000000Z-oracle.json", "20990101T000000Z-report",
-                     "20990101T000000Z-summary.json", "20990101T000000Z.2-baseline-rep1",
-                     "20990101T000000Z.2-oracle.json", "20990101T000000Z.2-report", "20990101T000000Z.2-summary.json",
-                     "summary.json"]
+    batch_files = ["baseline-rep1", "oracle.json", "regime.json", "report", "summary.json"]
+    assert names == [f"{s}-{f}" for s in ("20990101T000000Z", "20990101T000000Z.2") for f in batch_files] \
+        + ["summary.json"]
     first, second = (json.loads((exp / f"{s}-summary.json").read_text()) for s in ("20990101T000000Z",
                                                                                       "20990101T000000Z.2"))
     assert [r["run"] for r in first["runs"]] == ["20990101T000000Z-baseline-rep1"]

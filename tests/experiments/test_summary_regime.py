@@ -1,0 +1,67 @@
+"""The regime file the experiments layer writes beside the runs (the
+targets and each job's parameters, which analysis cannot compute without
+hosts), and the summary's regime table from it."""
+
+import json
+
+import pytest
+
+from analysis import regime as rg
+from analysis.synthetic import ring_times, write_jobs_run
+from experiments import config as C
+from experiments import summary as SU
+from experiments.signals import Signals
+from experiments.supervise import RunResult
+from hosts import dcqcn
+from hosts.dcqcn_regime import RECOVERED_FRACTION
+
+
+def spec() -> C.ExperimentSpec:
+    return C.resolve({
+        "name": "regime", "topology": {"kind": "dumbbell", "hosts": 4, "host_rate_mbit": 20},
+        "jobs": [{"ranks": 2, "hosts": ["h1", "h3"], "message_bytes": 400_000, "iterations": 1},
+                 {"ranks": 2, "hosts": ["h2", "h4"], "message_bytes": 40_000, "iterations": 1,
+                  "transport": "tcp"}],
+        "dcqcn": {"step_ms": 800, "timer_floor_ms": 20, "clamp_target_rate": True},
+        "ecn": {"kmin": 27, "kmax": 60}})
+
+
+def test_the_regime_file_holds_the_targets_and_each_jobs_parameters():
+    doc = SU.regime_document(spec(), "20990101T000000Z")
+    assert doc["schema"] == rg.SCHEMA and doc["targets"] == pytest.approx(dcqcn.regime_targets())
+    assert doc["deployment_step_s"] == pytest.approx(0.01) and doc["deployment_rtt_s"] == pytest.approx(1e-5)
+    job = doc["jobs"]["1"]
+    # what hosts.agent.rate_control builds: the emulation preset at 20 Mbit/s, its
+    # timers from an 800 ms step, floored at 20 ms, the clamp overridden
+    p = dcqcn.make_params("emulation", 20e6, 0.8, 0.02, clamp_target_rate=True)
+    assert job["step_s"] == 0.8 and job["periods"]["decrease"] == pytest.approx(p.decrease_period_s) == 0.02
+    assert job["design"] == pytest.approx(dcqcn.regime_ratios(p, 0.8))
+    assert job["recovery_s"] == pytest.approx(job["design"]["recovery_per_step"] * 0.8)
+    assert (job["kmin_pkts"], job["kmax_pkts"], job["frame_bytes"]) == (27, 60, 1462)
+    assert "step_per_decrease_period" in job["drift"]
+    assert doc["jobs"]["2"] is None                 # TCP: no DCQCN
+    json.dumps(doc)                                 # a JSON document
+
+
+def test_analysis_counts_a_recovery_as_hosts_does():
+    assert rg.RECOVERED == RECOVERED_FRACTION
+
+
+def test_finish_point_writes_the_regime_file_and_the_summary_has_the_table(tmp_path, capsys):
+    s, stamp = spec(), "20990101T000000Z"
+    exp = tmp_path / "regime"
+    results = []
+    for variant in ("baseline", "symphony"):
+        d = write_jobs_run(exp / f"{stamp}-{variant}-rep1", {1: ring_times(2, 1, 0.2), 2: ring_times(2, 1, 0.02)},
+                           variant=variant, repeat=1, jitter=[])
+        results.append(RunResult(d, variant, 1, status="ok"))
+    lines: list[str] = []
+    summ = SU.finish_point(s, results, exp, stamp, signals=Signals(), report=True, say=lines.append)
+    assert (exp / f"{stamp}-regime.json").is_file()
+    rows = {(r["job"], r["quantity"]): r for r in summ["regime"]["rows"]}
+    assert rows[("1", "step time")]["measured"]["baseline"] == pytest.approx(0.2)
+    assert rows[("1", "step time")]["design"] == 0.8 and rows[("1", "step time")]["target"] == pytest.approx(0.01)
+    assert rows[("1", "recovery_per_step")]["target"] == pytest.approx(dcqcn.regime_targets()["recovery_per_step"])
+    assert rows[("2", "step time")]["design"] is None      # TCP: no parameters
+    assert "regime" in capsys.readouterr().out
+    assert "### Regime" in (exp / f"{stamp}-report" / "report.md").read_text()
