@@ -35,7 +35,7 @@ from tests.harness.dcqcn_model import first_time, trajectory
 # (relative): they are the same event sequence on a scaled clock, so only
 # float rounding separates them.
 KEPT = 1e-6
-# the demo's job (experiments/configs/demo.toml): 8 ranks, 200 kB per rank, 10 Mbit/s
+# the former demo's job (experiments/configs/nohelp_access_squeeze.toml): 8 ranks, 200 kB per rank, 10 Mbit/s
 DEMO_LINE, DEMO_RANKS, DEMO_MESSAGE = 10e6, 8, 200_000
 
 

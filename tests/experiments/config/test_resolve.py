@@ -89,7 +89,8 @@ def test_shipped_configs_load(path):
 
 def test_shipped_configs_include_demo_ci_sweep():
     names = {p.stem for p in CONFIGS}
-    assert {"demo", "ci4"} <= names
+    # the demo (make demo: the victim scenario) and the example where Symphony cannot help
+    assert {"victim_straggle8", "nohelp_access_squeeze", "ci4"} <= names
     assert any(C.load(p).sweep for p in CONFIGS)
 
 

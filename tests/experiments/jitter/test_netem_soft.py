@@ -70,6 +70,12 @@ def test_a_netem_entry_changes_the_rtt_for_its_period_only(planned):
     assert [(x["op"], x["via"]) for x in lines] == [("netem_start", net.via), ("netem_stop", net.via)]
 
 
+def iqr_std(xs: list[float]) -> float:
+    """The spread by the interquartile range (a normal's is 1.349 sigma)."""
+    q1, _, q3 = statistics.quantiles(xs, n=4)
+    return (q3 - q1) / 1.349
+
+
 def test_delay_jitter_and_loss_over_a_few_thousand_probes(planned):
     _, net, _ = planned
     p = NetemParams(delay_ms=8, jitter_ms=2, loss_pct=3, distribution="normal")
@@ -82,10 +88,13 @@ def test_delay_jitter_and_loss_over_a_few_thousand_probes(planned):
     delays = list(got.values())
     loss = 100 * (1 - len(got) / 3000)
     print(f"\n3000 probes: mean {statistics.fmean(delays):.2f} ms (entry {mean:.2f} + h2-s1 {LINK_DELAY:g}), "
-          f"std {statistics.pstdev(delays):.2f} (want {std:.2f}), loss {loss:.2f} % (set 3), "
-          f"{overtaken(got, 1.0)} overtaken")
+          f"std {statistics.pstdev(delays):.2f}, IQR/1.349 {iqr_std(delays):.2f} (want {std:.2f}), "
+          f"loss {loss:.2f} % (set 3), {overtaken(got, 1.0)} overtaken")
     # one-way: the entry's delay on h1 -> s1, h2-s1's own 2 ms, a little processing
     assert mean + LINK_DELAY <= statistics.fmean(delays) < (mean + LINK_DELAY) * 1.1
-    assert statistics.pstdev(delays) == pytest.approx(std, rel=0.2)
+    # the spread by its interquartile range (a normal's is 1.349 sigma): a busy
+    # machine delays a few probes by milliseconds, which the standard deviation
+    # takes for jitter (2.5-4 ms against 2 under load) and the quartiles do not
+    assert iqr_std(delays) == pytest.approx(std, rel=0.2)
     assert loss == pytest.approx(3.0, abs=1.0)
     assert overtaken(got, 1.0) > 100          # 2 ms of jitter, 1 ms apart: netem's order is by send time
