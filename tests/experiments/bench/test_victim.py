@@ -1,0 +1,59 @@
+"""experiments/bench/victim.py's arithmetic: which job is the victim, the
+change's standard error, and every target judged from hand-made figures
+(the bench itself runs experiments and prints; it asserts nothing)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from experiments.bench.victim import job_figures, targets, victim_of
+
+
+def summary(large_change, victim_change, victim_captured, victim_eff):
+    def job(base, change, oracle_change, captured, eff):
+        return {"baseline_cct_s": base, "symphony_cct_s": base * (1 + change / 100), "cct_change_pct": change,
+                "captured": captured, "efficiency": eff,
+                "oracle": {"baseline_cct_s": base * eff, "cct_change_pct": oracle_change}}
+    return {"jobs": {"1": job(8.0, large_change, -1.4, None, 0.93),
+                     "2": job(0.9, victim_change, -52.3, victim_captured, victim_eff)}}
+
+
+MEANS = {"baseline": {"1": [8.0, 8.02, 7.98], "2": [0.89, 0.90, 0.91]},
+         "symphony": {"1": [8.2, 8.25, 8.15], "2": [0.58, 0.60, 0.62]}}
+
+
+def test_the_standard_error_is_of_the_per_run_means_over_the_baseline():
+    jobs = job_figures(summary(2.5, -33.3, 0.64, 1.40), MEANS)
+    se = math.sqrt(0.02 ** 2 / 3 + 0.05 ** 2 / 3) / 8.0 * 100
+    assert jobs["1"]["change_se_pct"] == pytest.approx(se)
+    assert (jobs["2"]["runs_baseline"], jobs["2"]["runs_symphony"]) == (3, 3)
+
+
+def test_the_victim_is_the_job_the_oracle_gains_most_for_and_only_above_2_pct():
+    jobs = job_figures(summary(2.5, -33.3, 0.64, 1.40), MEANS)
+    assert victim_of(jobs) == "2"
+    jobs["2"]["oracle_change_pct"] = -1.9
+    assert victim_of(jobs) is None
+
+
+def test_each_target_is_judged_on_its_own_figure():
+    got = {c["what"]: c["met"] for c in targets(job_figures(summary(2.5, -33.3, 0.64, 1.40), MEANS))}
+    assert got["job 2 (victim): change"] is True                 # -33.3 <= -30
+    assert got["job 2 (victim): captured"] is False              # 0.64 < 0.70
+    assert got["job 1: change"] is True                          # +2.5 <= +5
+    assert got["job 1: baseline against the oracle's (oracle / measured)"] is True     # 0.93
+    assert got["job 2: baseline against the oracle's (oracle / measured)"] is False    # 1.40
+    noise = next(w for w in got if w.startswith("job 1: oracle"))
+    assert got[noise] is False                                   # +2.5 % against 2 SE of about 0.7 %
+    worse = {c["what"]: c["met"] for c in targets(job_figures(summary(6.0, -20.0, 0.75, 1.0), MEANS))}
+    assert worse["job 1: change"] is False and worse["job 2 (victim): change"] is False
+    assert worse["job 2 (victim): captured"] is True
+
+
+def test_a_target_without_enough_runs_is_not_judged():
+    one_run = {v: {j: xs[:1] for j, xs in jobs.items()} for v, jobs in MEANS.items()}
+    checks = targets(job_figures(summary(0.1, -33.3, 0.64, 1.0), one_run))
+    noise = next(c for c in checks if "within the noise" in c["what"])
+    assert noise["met"] is None
