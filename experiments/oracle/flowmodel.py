@@ -11,7 +11,12 @@ Each ring edge r -> r+1 of a job is one flow.  The ranks run as the agents do
   the rank's straggle delay for iteration i+1 (iteration 0: from t = 0);
 * at step k rank r sends chunk (r - k) mod N (hosts.ring's schedule and chunk
   sizes); an edge sends its steps in order, a step's bytes only after the
-  previous step's are all sent.
+  previous step's are all sent;
+* a rank asleep in its straggle delay takes no packets: the agent sleeps and
+  reads no socket, so its predecessor's window fills and the flow into it
+  stops until it wakes (as NCCL's sender waits for the buffers a rank posts
+  only once it calls the collective).  The window's packets sent before the
+  flow stops (16 x 1400 bytes in the victim configs) are left out.
 
 At every instant something changes (a transfer finishes, a chunk arrives and
 the next step starts, a capacity changes, a straggler wakes, cross traffic
@@ -89,6 +94,7 @@ class _Model:
         for s in mi.straggles:
             key = (job_index[s.job], s.rank, s.iteration)
             self.straggle[key] = self.straggle.get(key, 0.0) + s.delay_s      # the agent sums them too
+        self.asleep: set[tuple[int, int]] = set()     # (job index, rank) in a straggle delay
         self.crossing = self._crossing()
         self.steps: list[StepRecord] = []
         self.transfers: list[Transfer] = []
@@ -131,6 +137,9 @@ class _Model:
             self.push(x.start_s, "cross", links, x.rate_bps)
             if math.isfinite(x.end_s):
                 self.push(x.end_s, "cross", links, -x.rate_bps)
+        # every sleeper of iteration 0 first: a rank started before its
+        # successor must not send to it while it sleeps
+        self.asleep = {(j, r) for (j, r, it), delay in self.straggle.items() if it == 0 and delay > 0}
         for j, job in enumerate(self.mi.jobs):
             for r in range(job.n_ranks):
                 self._begin_iteration(j, r, 0, 0.0)
@@ -143,6 +152,7 @@ class _Model:
     def _begin_iteration(self, j: int, r: int, step: int, t: float) -> None:
         delay = self.straggle.get((j, r, step // self.spi(j)), 0.0)
         if delay > 0:
+            self.asleep.add((j, r))
             self.push(t + delay, "wake", j, r, step)
         else:
             self._start_step(j, r, step, t)
@@ -183,9 +193,9 @@ class _Model:
     # --- the flows ----------------------------------------------------------------
 
     def _send_next(self, e: _Edge, t: float) -> None:
-        """Begin the edge's next started step if it is idle (0-byte chunks
-        finish at once)."""
-        while e.sending is None and e.pending:
+        """Begin the edge's next started step if it is idle and its receiver
+        awake (0-byte chunks finish at once)."""
+        while e.sending is None and e.pending and (e.job, (e.src + 1) % len(self.edges[e.job])) not in self.asleep:
             step = e.pending.popleft()
             n = self.mi.jobs[e.job].n_ranks
             e.sending, e.send_start, e.step = step, t, step
@@ -247,7 +257,10 @@ class _Model:
                 self.cross[link] += rate
             self.shares.clear()
         elif kind == "wake":
-            self._start_step(*args, self.t)
+            j, r, step = args
+            self.asleep.discard((j, r))
+            self._send_next(self.edges[j][(r - 1) % len(self.edges[j])], self.t)   # the flow into it resumes
+            self._start_step(j, r, step, self.t)
         elif kind == "arrive":
             self._arrive(*args, self.t)
 

@@ -113,6 +113,22 @@ def test_a_straggler_delays_its_job_by_its_delay_and_no_more(iteration, variant)
 
 
 @pytest.mark.parametrize("variant", BOTH)
+def test_a_sleeping_straggler_takes_no_packets(variant):
+    # 2 ranks on a star, chunks of 4000 bytes (d = 32 ms).  Rank 1 sleeps
+    # D = 80 ms before iteration 0, as the agent does (time.sleep, no socket
+    # read): rank 0's chunk of step 0 waits for it, so its transfer runs
+    # D..D + d, not 0..d, beside rank 1's own; step 1 follows, CCT D + 2d.
+    d, delay = 32 * MS, 80 * MS
+    h = hosts(2)
+    res = simulate(ModelInput(star(h, MBIT), (ring(1, h, 8000, 1),), straggles=(Straggle(1, 1, 0, delay),)),
+                   variant)
+    sends = {(x.src, x.step): (x.send_start_s, x.send_end_s) for x in res.transfers}
+    assert sends[(0, 0)] == approx((delay, delay + d))
+    assert sends[(1, 0)] == approx((delay, delay + d))
+    assert res.end_s == approx(delay + 2 * d)
+
+
+@pytest.mark.parametrize("variant", BOTH)
 def test_a_step_ends_when_its_last_byte_has_crossed_the_path(variant):
     # 2 ranks on a star, each link delays 5 ms: a path (host -> switch ->
     # host) delays 10 ms.  A 4000-byte chunk is sent in tau = 32 ms and
