@@ -32,6 +32,7 @@ from analysis.markdown import render_markdown
 from analysis.oracle import find_oracle, job_comparison, load_oracle, timeline_events
 from analysis.records import Run, load_run, meta_t0_ns
 from analysis.windows import place_compute_jitter
+from contract.files import write_atomic
 
 BASELINE = "baseline"
 VARIANT_ORDER = (BASELINE, "symphony")
@@ -63,15 +64,8 @@ def _clean(value: Any) -> Any:
 
 
 def _write_json(path: Path, value: Any) -> None:
-    """Atomic; a failed write (a full disk, an interrupt) leaves no .tmp."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    try:
-        tmp.write_text(json.dumps(_clean(value), indent=1, allow_nan=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    """Atomic (contract.files); a failed write (a full disk, an interrupt) leaves no .tmp."""
+    write_atomic(path, json.dumps(_clean(value), indent=1, allow_nan=False) + "\n")
 
 
 def analyse_run(run: Run) -> dict[str, Any]:

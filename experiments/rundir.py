@@ -21,6 +21,7 @@ from typing import Any
 import mininet.net
 import tomli_w
 
+from contract.files import write_atomic
 from experiments.config import ExperimentSpec
 
 
@@ -73,16 +74,10 @@ def claim_stamp(root: Path, suffix: str, record: dict, now: dt.datetime | None =
 
 
 def write_text(path: Path, text: str) -> None:
-    """Atomic: a reader (or a crash) never sees half a file; when the write
-    fails (a full disk, an interrupt) the old file stays and no .tmp is left."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    """Atomic (contract.files): a reader (or a crash) never sees half a file;
+    when the write fails (a full disk, an interrupt) the old file stays and
+    no .tmp is left."""
+    write_atomic(path, text)
 
 
 def write_json(path: Path, value: Any) -> None:

@@ -13,7 +13,6 @@ went."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from contract import exits
+from contract.files import write_atomic
 from experiments.jitter.injector import Injector, InjectorError
 from hosts.job import JobSpec
 
@@ -123,12 +123,9 @@ def is_ready(path: Path) -> bool:
 
 
 def write_start_file(path: Path, at_ns: int) -> None:
-    """The start file, atomically: written beside it, then renamed into
-    place, so an agent reads the whole start time or nothing."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(f"{at_ns}\n")
-    os.replace(tmp, path)
+    """The start file, atomically (contract.files), so an agent reads the
+    whole start time or nothing."""
+    write_atomic(path, f"{at_ns}\n")
 
 
 def start_figures(agents: list[Agent], at_ns: int) -> dict:

@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from topologies.network.files import temporary_for, write_atomic
+from contract.files import temporary_for, write_atomic
 from topologies.network.names import PREFIX, new_lab_id
 from topologies.network.shell import list_links, list_netns, remove_links, remove_netns
 

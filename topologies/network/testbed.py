@@ -31,8 +31,8 @@ from pathlib import Path
 from mininet.log import setLogLevel
 from mininet.net import Mininet
 
+from contract.files import write_atomic
 from topologies.network import health
-from topologies.network.files import write_atomic
 from topologies.network.link_control import LinkControl, NetworkError
 from topologies.network.links import DEFAULT_MTU, LinkInfo, link_infos, mtu_for, netem_available
 from topologies.network.names import PREFIX, switch_ifname
@@ -285,7 +285,7 @@ class TestbedNetwork:
 
     def dump_switches(self, out_dir: Path | str) -> dict[str, Path]:
         """switches/<name>.json: every counter and register of every switch,
-        each file whole or not at all (files.write_atomic: a full disk
+        each file whole or not at all (contract.files.write_atomic: a full disk
         leaves no file, nor a cut one).  An OSError names the switch and the
         file and keeps its errno; files already written stay."""
         out_dir = Path(out_dir)

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from topologies.network.files import write_atomic
+from contract.files import write_atomic
 from topologies.network.names import IFNAMSIZ
 from topologies.switch.twin.queues import DEFAULT_DEPTH
 from topologies.switch.twin.sockets import SwitchError

@@ -1,4 +1,4 @@
-"""files.write_atomic: a file is written whole or not at all; a failed write
+"""contract.files.write_atomic: a file is written whole or not at all; a failed write
 leaves the old file and no temporary one, and its OSError keeps its errno,
 names the file and says what was being written.  (A full disk, for real:
 test_testbed.py's switch dump.)"""
@@ -9,7 +9,7 @@ import errno
 
 import pytest
 
-from topologies.network.files import temporary_for, write_atomic
+from contract.files import temporary_for, write_atomic
 
 
 def test_a_write_replaces_the_file_and_leaves_no_temporary(tmp_path):

@@ -1,5 +1,6 @@
-"""Files the testbed writes for others to read (switches/<name>.json, the
-twin's --dump, the labs' state files), written whole or not at all.
+"""Files the testbed writes for others to read (run records, summaries and
+reports, switches/<name>.json, the twin's --dump, the labs' state files),
+written whole or not at all: the one definition every layer uses.
 
 A reader (the runner, the analysis, `make clean-net`) or a crash never sees
 half a file, and a write that fails (a full disk, an interrupt) leaves the
@@ -18,11 +19,11 @@ def temporary_for(path: Path) -> Path:
     return path.with_name(path.name + ".tmp")
 
 
-def write_atomic(path: Path | str, text: str, what: str) -> None:
+def write_atomic(path: Path | str, text: str, what: str | None = None) -> None:
     """Write `text` to a temporary file beside `path`, then rename it over
     `path`.  An OSError keeps its errno (contract.exits.is_disk_full still
-    tells a full disk) and `path` as its filename; its message says what was
-    being written: "cannot write <what>: No space left on device"."""
+    tells a full disk); with `what` it names `path` as its filename and says
+    what was being written: "cannot write <what>: No space left on device"."""
     path = Path(path)
     tmp = temporary_for(path)
     try:
@@ -31,6 +32,6 @@ def write_atomic(path: Path | str, text: str, what: str) -> None:
     except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        if isinstance(exc, OSError):
+        if isinstance(exc, OSError) and what is not None:
             raise OSError(exc.errno, f"cannot write {what}: {exc.strerror or exc}", str(path)) from exc
         raise
