@@ -21,7 +21,6 @@ Pure but for ``find_oracle`` and ``load_oracle``, which read files.
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,24 +28,16 @@ from statistics import mean
 from typing import Any
 
 from analysis.metrics import job_order
-from analysis.records import RecordWarning, read_json
+from analysis.records import RecordWarning, batch_file, read_json
 
 SCHEMA = "symphony-oracle/1"
 FILE_SUFFIX = "-oracle.json"
 CAPTURE_MIN_PCT = 0.5       # an oracle change smaller than this (in size) is "nothing to gain"
-_RUN_NAME = re.compile(r"^(?P<stamp>.+)-(?P<variant>[^-]+)-rep\d+(\.\d+)?$")
 
 
 def find_oracle(run_dirs: Iterable[Path]) -> Path | None:
-    """The oracle file of the runs' batch: ``<stamp>-oracle.json`` beside a
-    run directory named ``<stamp>-<variant>-rep<k>``; None when there is none."""
-    for d in run_dirs:
-        match = _RUN_NAME.match(Path(d).name)
-        if match:
-            path = Path(d).parent / f"{match['stamp']}{FILE_SUFFIX}"
-            if path.is_file():
-                return path
-    return None
+    """The oracle file of the runs' batch: ``<stamp>{FILE_SUFFIX}`` beside them (None: none)."""
+    return batch_file(run_dirs, FILE_SUFFIX)
 
 
 def load_oracle(path: Path, sink: list[str]) -> dict[str, Any] | None:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tomllib
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -233,6 +235,23 @@ def record_gaps(run: Run, files: list[tuple[int | None, Path]], sink: list[str])
         return [f"{p.relative_to(run.path)} is empty" for p in empty]
     seen = {(e["job"], e["rank"]) for e in run.events}
     return [f"job {job} rank {rank} logged no events" for job, rank in sorted(expected - seen)]
+
+
+# a run directory's name, experiments/rundir.py's: <stamp>-<variant>-rep<k>[.n]
+RUN_NAME = re.compile(r"^(?P<stamp>.+)-(?P<variant>[^-]+)-rep\d+(\.\d+)?$")
+
+
+def batch_file(run_dirs: Iterable[Path], suffix: str) -> Path | None:
+    """A file the runs' batch wrote beside them, ``<stamp><suffix>`` (the
+    oracle's, the regime's), found from a run directory named
+    ``<stamp>-<variant>-rep<k>``; None when there is none."""
+    for d in run_dirs:
+        match = RUN_NAME.match(Path(d).name)
+        if match:
+            path = Path(d).parent / f"{match['stamp']}{suffix}"
+            if path.is_file():
+                return path
+    return None
 
 
 def read_json(path: Path, sink: list[str]) -> dict[str, Any]:

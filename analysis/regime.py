@@ -43,7 +43,6 @@ but for ``find_regime`` and ``load_regime``, which read files.
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -51,7 +50,7 @@ from statistics import mean, median
 from typing import Any
 
 from analysis.metrics import by_job, job_order
-from analysis.records import RecordWarning, read_json
+from analysis.records import RecordWarning, batch_file, read_json
 
 SCHEMA = "symphony-regime/1"
 FILE_SUFFIX = "-regime.json"
@@ -61,19 +60,11 @@ RECOVERED = 0.95
 # rt counts as at line rate within this relative tolerance (rates are floats)
 AT_LINE = 1e-6
 PERIODS = ("alpha", "decrease", "increase", "cnp")
-_RUN_NAME = re.compile(r"^(?P<stamp>.+)-(?P<variant>[^-]+)-rep\d+(\.\d+)?$")
 
 
 def find_regime(run_dirs: Iterable[Path]) -> Path | None:
-    """``<stamp>-regime.json`` beside a run directory named
-    ``<stamp>-<variant>-rep<k>``; None when there is none."""
-    for d in run_dirs:
-        match = _RUN_NAME.match(Path(d).name)
-        if match:
-            path = Path(d).parent / f"{match['stamp']}{FILE_SUFFIX}"
-            if path.is_file():
-                return path
-    return None
+    """The regime file of the runs' batch: ``<stamp>{FILE_SUFFIX}`` beside them (None: none)."""
+    return batch_file(run_dirs, FILE_SUFFIX)
 
 
 def load_regime(path: Path, sink: list[str]) -> dict[str, Any] | None:
