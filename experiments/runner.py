@@ -273,10 +273,8 @@ class Runner:
             net.dump_switches(run_dir / "switches")
         except Exception as exc:
             meta.setdefault("problems", []).append(f"switch dump: {type(exc).__name__}: {exc}")
+            # each dump is written whole or not at all (contract.files): none is left cut short
             meta["disk_full"] = meta.get("disk_full") or is_disk_full(exc)
-            for path in (run_dir / "switches").glob("*.json"):    # a dump cut short is no record
-                if path.stat().st_size == 0:
-                    path.unlink()
         # the twins' port counters (rx, tx, queue drops, send errors): where
         # packets were lost, which the P4 counters cannot say
         ports = {}

@@ -170,8 +170,26 @@ def print_scenario(name: str, summ: dict, jobs: dict[str, dict], checks: list[di
         print(f"  {verdict:8s} {c['what']}: {shown} (target {c['target']})")
 
 
+class NotABatch(Exception):
+    """A --batch file that holds no finished batch's figures (one line)."""
+
+
+def read_summary(summary_path: Path) -> dict:
+    """A finished batch's summary; NotABatch for a file that is missing, not
+    JSON, or the placeholder of a batch still running (or cut short)."""
+    try:
+        summ = json.loads(summary_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise NotABatch(f"{summary_path}: cannot read a summary: {getattr(e, 'strerror', None) or e}") from None
+    if not isinstance(summ, dict) or "runs" not in summ:
+        status = summ.get("status") if isinstance(summ, dict) else None
+        raise NotABatch(f"{summary_path}: no figures yet (status {status or 'unknown'}: "
+                        "a batch still running, or cut short)")
+    return summ
+
+
 def evaluate(summary_path: Path) -> dict:
-    summ = json.loads(summary_path.read_text())
+    summ = read_summary(summary_path)
     jobs = job_figures(summ, per_run_means(summ, summary_path.parent))
     return {"scenario": summ["experiment"], "stamp": summ.get("stamp"), "summary": str(summary_path),
             "jobs": jobs, "targets": targets(jobs), "summ": summ}
@@ -213,7 +231,11 @@ def main(argv=None) -> int:
             summaries.append(run_scenario(name, args))
     results = []
     for path in summaries:
-        r = evaluate(path)
+        try:
+            r = evaluate(path)
+        except NotABatch as e:
+            print(f"experiments.bench.victim: {e}", file=sys.stderr)
+            return exits.USAGE
         print_scenario(r["scenario"], r.pop("summ"), r["jobs"], r["targets"])
         results.append(r)
     if args.json:

@@ -8,7 +8,8 @@ import math
 
 import pytest
 
-from experiments.bench.victim import job_figures, targets, victim_of
+from contract import exits
+from experiments.bench.victim import job_figures, main, targets, victim_of
 
 
 def summary(large_change, victim_change, victim_captured, victim_eff):
@@ -57,3 +58,17 @@ def test_a_target_without_enough_runs_is_not_judged():
     checks = targets(job_figures(summary(0.1, -33.3, 0.64, 1.0), one_run))
     noise = next(c for c in checks if "within the noise" in c["what"])
     assert noise["met"] is None
+
+
+@pytest.mark.parametrize("content, says", [
+    (None, "cannot read a summary"),
+    ("{not json", "cannot read a summary"),
+    ('{"status": "running", "pid": 1}', "no figures yet (status running"),
+])
+def test_a_batch_without_figures_is_one_line_and_exit_2(tmp_path, capsys, content, says):
+    path = tmp_path / "x-summary.json"
+    if content is not None:
+        path.write_text(content)
+    assert main(["--batch", str(path)]) == exits.USAGE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0], err
