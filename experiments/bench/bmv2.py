@@ -20,16 +20,15 @@ import argparse
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 
 from contract.tags import tag_port
-from experiments.bench.twin import SENDER, SINK, cpu_seconds
+from experiments.bench.twin import SENDER, SINK, cpu_seconds, forwarding_figures
 from topologies.network.lab import Lab
 from topologies.switch import program as S
-from topologies.switch.bmv2 import SIMPLE_SWITCH_TARGET_ARGS, Bmv2Client
+from topologies.switch.bmv2 import Bmv2Client, free_tcp_port, simple_switch_command
 from topologies.switch.targets import BMV2_JSON, bmv2_skip_reason
 
 # the twin bench's sender, paced: `rate` packets/s in bursts of 10 (0: as fast as it can)
@@ -62,12 +61,6 @@ print(n)
 """
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def tx_packets(ifname: str) -> int:
     with open(f"/sys/class/net/{ifname}/statistics/tx_packets") as f:
         return int(f.read())
@@ -79,12 +72,9 @@ def run(duration: float, size: int, log_level: str = "warn", offered_pps: float 
     proc = None
     ipc = f"/tmp/sym{lab.id}bench-notifications.ipc"
     try:
-        thrift = _free_port()
-        args = ["simple_switch", "--thrift-port", str(thrift), "--device-id", "0",
-                "--notifications-addr", f"ipc://{ipc}", "--log-console", "--log-level", log_level]
-        for i, h in enumerate(lab.hosts):
-            args += ["-i", f"{i + 1}@{h.root_if}"]
-        args += [str(BMV2_JSON), "--", *SIMPLE_SWITCH_TARGET_ARGS]
+        thrift = free_tcp_port()
+        args = simple_switch_command(thrift, {i + 1: h.root_if for i, h in enumerate(lab.hosts)}, str(BMV2_JSON),
+                                     ipc, options=("--log-console", "--log-level", log_level))
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         client = Bmv2Client.connect(thrift, "bench", str(BMV2_JSON), proc=proc)
         h0, h1 = lab.hosts
@@ -117,24 +107,10 @@ def run(duration: float, size: int, log_level: str = "warn", offered_pps: float 
         sent = int(sender.stdout.strip() or 0)
         pkts = client.counter_read("pkts", 0).packets
         sink.kill()
-        cpu = cpu1 - cpu0
         wall = t1 - t0
-        return {
-            "packet_bytes": size,
-            "duration_s": round(wall, 3),
-            "sent": sent,
-            "forwarded": forwarded,
-            "tracked_pkts_counter": pkts,
-            "switch_cpu_s": round(cpu, 3),
-            "pps_wall": round(forwarded / wall),
-            "pps_per_core": round(forwarded / cpu) if cpu > 0 else None,
-            "mbit_s_wall": round(forwarded * size * 8 / wall / 1e6, 1),
-            "switch_cpu_share": round(cpu / wall, 2),
-            "log_level": log_level,
-            "offered_pps": round(sent / wall) if offered_pps else None,
-            "cores": os.cpu_count(),
-            "load_avg_1m": os.getloadavg()[0],
-        }
+        return {**forwarding_figures(size, wall, cpu1 - cpu0, sent, forwarded, pkts, "switch"),
+                "log_level": log_level, "offered_pps": round(sent / wall) if offered_pps else None,
+                "load_avg_1m": os.getloadavg()[0]}
     finally:
         if proc is not None and proc.poll() is None:
             proc.terminate()

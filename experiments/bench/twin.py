@@ -61,6 +61,26 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def forwarding_figures(size: int, wall: float, cpu: float, sent: int, forwarded: int, pkts: int,
+                       who: str) -> dict:
+    """What a forwarding bench prints of one run (this one's and bench.bmv2's):
+    packets and bits per second of wall time, per core of the switch's CPU
+    time; `who` names the CPU keys (twin, switch)."""
+    return {
+        "packet_bytes": size,
+        "duration_s": round(wall, 3),
+        "sent": sent,
+        "forwarded": forwarded,
+        "tracked_pkts_counter": pkts,
+        f"{who}_cpu_s": round(cpu, 3),
+        "pps_wall": round(forwarded / wall),
+        "pps_per_core": round(forwarded / cpu) if cpu > 0 else None,
+        "mbit_s_wall": round(forwarded * size * 8 / wall / 1e6, 1),
+        f"{who}_cpu_share": round(cpu / wall, 2),
+        "cores": os.cpu_count(),
+    }
+
+
 def run(duration: float, size: int, netem: NetemParams | None = None) -> dict:
     """netem: a delay line on the egress port towards the sink (the twin's
     cost of one, experiments.bench.delay)."""
@@ -98,21 +118,7 @@ def run(duration: float, size: int, netem: NetemParams | None = None) -> dict:
         sent = int(sender.stdout.strip() or 0)
         pkts = client.counter_read("pkts", 0).packets
         sink.kill()
-        cpu = cpu1 - cpu0
-        wall = t1 - t0
-        return {
-            "packet_bytes": size,
-            "duration_s": round(wall, 3),
-            "sent": sent,
-            "forwarded": forwarded,
-            "tracked_pkts_counter": pkts,
-            "twin_cpu_s": round(cpu, 3),
-            "pps_wall": round(forwarded / wall),
-            "pps_per_core": round(forwarded / cpu) if cpu > 0 else None,
-            "mbit_s_wall": round(forwarded * size * 8 / wall / 1e6, 1),
-            "twin_cpu_share": round(cpu / wall, 2),
-            "cores": os.cpu_count(),
-        }
+        return forwarding_figures(size, t1 - t0, cpu1 - cpu0, sent, forwarded, pkts, "twin")
     finally:
         if proc is not None and proc.poll() is None:
             proc.terminate()
