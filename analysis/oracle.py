@@ -21,14 +21,13 @@ Pure but for ``find_oracle`` and ``load_oracle``, which read files.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
 from analysis.metrics import job_order
-from analysis.records import RecordWarning, batch_file, read_json
+from analysis.records import batch_file, read_document
 
 SCHEMA = "symphony-oracle/1"
 FILE_SUFFIX = "-oracle.json"
@@ -43,15 +42,7 @@ def find_oracle(run_dirs: Iterable[Path]) -> Path | None:
 def load_oracle(path: Path, sink: list[str]) -> dict[str, Any] | None:
     """The oracle document, or None (with a line in sink) when it cannot be
     used."""
-    doc = read_json(Path(path), sink)
-    if not doc:
-        return None
-    if doc.get("schema") != SCHEMA or not isinstance(doc.get("repeats"), dict):
-        message = f"{path}: not an oracle file of schema {SCHEMA}; left out"
-        sink.append(message)
-        warnings.warn(message, RecordWarning, stacklevel=2)
-        return None
-    return doc
+    return read_document(path, sink, SCHEMA, "an oracle", "repeats")
 
 
 def _change(base: float | None, sym: float | None) -> float | None:

@@ -269,6 +269,21 @@ def read_json(path: Path, sink: list[str]) -> dict[str, Any]:
     return value
 
 
+def read_document(path: Path, sink: list[str], schema: str, kind: str, key: str) -> dict[str, Any] | None:
+    """A batch document of `schema` (the oracle's, the regime's) whose `key`
+    holds a table; None, with a line in sink and a RecordWarning, when it
+    cannot be used."""
+    doc = read_json(Path(path), sink)
+    if not doc:
+        return None
+    if doc.get("schema") != schema or not isinstance(doc.get(key), dict):
+        message = f"{path}: not {kind} file of schema {schema}; left out"
+        sink.append(message)
+        warnings.warn(message, RecordWarning, stacklevel=3)
+        return None
+    return doc
+
+
 def read_config(path: Path, sink: list[str]) -> dict[str, Any]:
     if not path.exists():
         _warn(sink, f"{path}: missing")

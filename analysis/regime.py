@@ -43,14 +43,13 @@ but for ``find_regime`` and ``load_regime``, which read files.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from statistics import mean, median
 from typing import Any
 
 from analysis.metrics import by_job, job_order
-from analysis.records import RecordWarning, batch_file, read_json
+from analysis.records import batch_file, read_document
 
 SCHEMA = "symphony-regime/1"
 FILE_SUFFIX = "-regime.json"
@@ -69,15 +68,7 @@ def find_regime(run_dirs: Iterable[Path]) -> Path | None:
 
 def load_regime(path: Path, sink: list[str]) -> dict[str, Any] | None:
     """The regime document, or None (with a line in sink) when it cannot be used."""
-    doc = read_json(Path(path), sink)
-    if not doc:
-        return None
-    if doc.get("schema") != SCHEMA or not isinstance(doc.get("jobs"), dict):
-        message = f"{path}: not a regime file of schema {SCHEMA}; left out"
-        sink.append(message)
-        warnings.warn(message, RecordWarning, stacklevel=2)
-        return None
-    return doc
+    return read_document(path, sink, SCHEMA, "a regime", "jobs")
 
 
 # ---------------------------------------------------------------- one run

@@ -27,6 +27,7 @@ import time
 from contract.tags import tag_port
 from experiments.bench.twin import SENDER, SINK, cpu_seconds, forwarding_figures
 from topologies.network.lab import Lab
+from topologies.network.shell import stop_child
 from topologies.switch import program as S
 from topologies.switch.bmv2 import Bmv2Client, free_tcp_port, simple_switch_command
 from topologies.switch.targets import BMV2_JSON, bmv2_skip_reason
@@ -112,13 +113,7 @@ def run(duration: float, size: int, log_level: str = "warn", offered_pps: float 
                 "log_level": log_level, "offered_pps": round(sent / wall) if offered_pps else None,
                 "load_avg_1m": os.getloadavg()[0]}
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_child(proc, 5)
         lab.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(ipc)

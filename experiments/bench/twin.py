@@ -21,6 +21,7 @@ import time
 
 from contract.tags import tag_port
 from topologies.network.lab import Lab
+from topologies.network.shell import stop_child
 from topologies.spec.netem import NetemParams
 from topologies.switch import program as S
 from topologies.switch.twin.client import TwinClient
@@ -120,13 +121,7 @@ def run(duration: float, size: int, netem: NetemParams | None = None) -> dict:
         sink.kill()
         return forwarding_figures(size, t1 - t0, cpu1 - cpu0, sent, forwarded, pkts, "twin")
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_child(proc, 5)
         lab.close()
         try:
             os.rmdir(tmp)

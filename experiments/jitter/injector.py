@@ -26,6 +26,7 @@ from contract.events import now_ns
 from experiments.jitter.schedule import NO_NETEM, netem_kwargs, to_jsonl
 from experiments.jitter.schedule import actions as plan_actions
 from topologies.network.links import netem_available
+from topologies.network.shell import stop_child
 
 
 class InjectorError(RuntimeError):
@@ -136,14 +137,7 @@ class Injector:
                                                  stderr=subprocess.DEVNULL)
 
     def _cross_stop(self, ev_id: int) -> None:
-        proc = self.blasters.pop(ev_id, None)
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_child(self.blasters.pop(ev_id, None), 2)
 
     def _record(self, act: dict, error: str | None = None) -> None:
         if self._log is None:

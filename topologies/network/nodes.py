@@ -26,6 +26,7 @@ from mininet.node import Host, Switch
 from topologies.network.health import BMV2_PING, TWIN_PING, ControlProbe
 from topologies.network.intf import host_sysctls, ipv6_off, offloads_off, switch_port_commands
 from topologies.network.names import PREFIX, switch_ifname
+from topologies.network.shell import stop_child
 from topologies.network.state import StateFile, sock_path_problem
 from topologies.switch.bmv2 import PRIORITY_QUEUES, Bmv2Client
 from topologies.switch.targets import REPO_ROOT
@@ -122,13 +123,7 @@ class SwitchProcess:
         return self.proc.poll() if self.proc else None
 
     def stop_process(self, grace_s: float = 2.0) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(grace_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_child(self.proc, grace_s)
 
     def stop(self, deleteIntfs=True):
         self.stop_process()

@@ -11,6 +11,19 @@ import subprocess
 from collections.abc import Sequence
 
 
+def stop_child(proc: subprocess.Popen | None, grace_s: float = 2.0) -> None:
+    """End a child this code started: SIGTERM, then SIGKILL after grace_s;
+    reaped either way.  Nothing for None or a child already gone."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(args, check=check, capture_output=True, text=True)
 

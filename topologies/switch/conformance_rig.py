@@ -27,7 +27,7 @@ import time
 
 from topologies.network.intf import switch_port_commands
 from topologies.network.names import check_ifname
-from topologies.network.shell import sh
+from topologies.network.shell import sh, stop_child
 from topologies.network.state import StateFile
 from topologies.switch.bmv2 import CTRL_FRAME_BYTES, Bmv2Client, free_tcp_port, simple_switch_command
 from topologies.switch.conformance import SKIPPED, TargetTooSlow
@@ -169,13 +169,7 @@ class WireTarget:
         if self.client is not None:
             with contextlib.suppress(OSError):
                 self.client.close()     # its sockets (Bmv2Client: p4-utils' Thrift connections)
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_child(self.proc, 5)
         for p in self.ports:
             sh("ip", "link", "del", self.switch_if(p), check=False)
         self.state.remove()
