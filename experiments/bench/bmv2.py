@@ -25,12 +25,19 @@ import sys
 import time
 
 from contract.tags import tag_port
-from experiments.bench.twin import SENDER, SINK, cpu_seconds, forwarding_figures
+from experiments.bench.twin import (
+    SENDER,
+    SINK,
+    check_forwarding_options,
+    cpu_seconds,
+    forwarding_figures,
+    forwarding_options,
+)
 from topologies.network.lab import Lab
 from topologies.network.shell import stop_child
 from topologies.switch import program as S
 from topologies.switch.bmv2 import Bmv2Client, free_tcp_port, simple_switch_command
-from topologies.switch.targets import BMV2_JSON, bmv2_skip_reason
+from topologies.switch.targets import BMV2_JSON, bmv2_program_stale, bmv2_skip_reason
 
 # the twin bench's sender, paced: `rate` packets/s in bursts of 10 (0: as fast as it can)
 PACED_SENDER = r"""
@@ -121,18 +128,13 @@ def run(duration: float, size: int, log_level: str = "warn", offered_pps: float 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m experiments.bench.bmv2", description=__doc__.splitlines()[0])
-    ap.add_argument("--duration", type=float, default=5.0, help="seconds of sending (default 5)")
-    ap.add_argument("--size", type=int, default=1500, help="IP packet bytes (default 1500)")
+    forwarding_options(ap)
     ap.add_argument("--log-level", default="warn", choices=["trace", "debug", "info", "warn", "error", "off"],
                     help="simple_switch's log level (default warn, as the testbed runs it)")
     ap.add_argument("--offered", type=float, default=0, metavar="PPS",
                     help="send at this many packets/s instead of as fast as possible (default 0)")
-    ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = ap.parse_args(argv)
-    if not 0.5 <= args.duration <= 600:
-        ap.error("--duration must be in 0.5..600 s")
-    if not 64 <= args.size <= 1500:
-        ap.error("--size must be in 64..1500 bytes")
+    check_forwarding_options(ap, args)
     if os.geteuid() != 0:
         print("bmv2 bench: needs root (network namespaces)", file=sys.stderr)
         return 2
@@ -140,8 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"bmv2 bench: {missing}", file=sys.stderr)
         return 2
-    if not BMV2_JSON.exists():
-        print(f"bmv2 bench: {BMV2_JSON} is missing: build it with `make p4`", file=sys.stderr)
+    stale = bmv2_program_stale()        # the network's one rule: missing, or older than its P4 source
+    if stale:
+        print(f"bmv2 bench: {stale}", file=sys.stderr)
         return 2
     if not 0 <= args.offered <= 1e6:
         ap.error("--offered must be in 0..1e6 packets/s")

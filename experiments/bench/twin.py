@@ -129,16 +129,25 @@ def run(duration: float, size: int, netem: NetemParams | None = None) -> dict:
             pass
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m experiments.bench.twin", description=__doc__.splitlines()[0])
+def forwarding_options(ap: argparse.ArgumentParser) -> None:
+    """The options every forwarding bench takes (this one's and bench.bmv2's)."""
     ap.add_argument("--duration", type=float, default=5.0, help="seconds of sending (default 5)")
     ap.add_argument("--size", type=int, default=1500, help="IP packet bytes (default 1500)")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    args = ap.parse_args(argv)
+
+
+def check_forwarding_options(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if not 0.5 <= args.duration <= 600:
         ap.error("--duration must be in 0.5..600 s")
     if not 64 <= args.size <= 1500:
         ap.error("--size must be in 64..1500 bytes")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m experiments.bench.twin", description=__doc__.splitlines()[0])
+    forwarding_options(ap)
+    args = ap.parse_args(argv)
+    check_forwarding_options(ap, args)
     if os.geteuid() != 0:
         print("twin bench: needs root (network namespaces, raw sockets)", file=sys.stderr)
         return 2
