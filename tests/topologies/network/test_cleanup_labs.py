@@ -174,9 +174,15 @@ def test_runner_killed_while_a_switch_starts_leaves_nothing(tmp_path, target):
         assert wait_until(pidfile.exists, 60), runner.stderr.read() if runner.poll() is not None else "no switch"
         switch_pid = int(pidfile.read_text())
         state = next(p for p, d in read_states() if d.get("owner") == runner.pid)
+
+        def switch_recorded() -> bool:
+            # the fake switch writes its pid file as it starts, which can be
+            # before the runner, back from Popen, has recorded its pid
+            data = json.loads(state.read_text())
+            return any(e["pid"] == switch_pid and e["what"] == "switch s1" for e in data["pids"])
+        # recorded during the switch's start-up wait, which never returns
+        assert wait_until(switch_recorded, 10)
         recorded = json.loads(state.read_text())
-        # recorded during the switch's start-up wait, which has not returned
-        assert any(e["pid"] == switch_pid and e["what"] == "switch s1" for e in recorded["pids"])
         assert runner.poll() is None
     finally:
         runner.send_signal(signal.SIGKILL)
