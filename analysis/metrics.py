@@ -60,7 +60,8 @@ def _of_kind(events: Iterable[Event], kind: str) -> list[Event]:
 def iteration_windows(events: list[Event]) -> dict[int, dict[str, Any]]:
     """Per iteration: start/end ns (first step_start, last step_end over all
     ranks), CCT ns, whether every rank finished every step, and ``exact``
-    (all iter_end events exact; None when there are none)."""
+    (all iter_end events exact; None when there are none, or none was
+    checked: a run without data, hosts.rank.SizedRing, says None)."""
     ranks = ranks_of(events)
     n_steps = steps_per_iteration(len(ranks))
     out: dict[int, dict[str, Any]] = {}
@@ -75,7 +76,7 @@ def iteration_windows(events: list[Event]) -> dict[int, dict[str, Any]]:
         elif kind == "step_end":
             ends[it].append(e["t"])
             done[it].add((e["rank"], e["k"]))
-        elif kind == "iter_end":
+        elif kind == "iter_end" and e["exact"] is not None:
             exact[it].append(bool(e["exact"]))
     for it in sorted(starts):
         complete = bool(ends[it]) and len(done[it]) >= len(ranks) * n_steps

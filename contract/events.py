@@ -30,7 +30,9 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
     # k: step index inside the iteration (0 .. 2(N-1)-1); phase "rs" | "ag"
     "step_start": ("k", "phase", "send_chunk", "recv_chunk"),
     "step_end": ("k", "phase", "bytes"),
-    # exact: the AllReduce result matched the reference sum
+    # exact: the AllReduce result matched the reference sum; null when the
+    # run carried no data to check (hosts.rank.SizedRing: the simulation at a
+    # deployment's scale)
     "iter_end": ("exact",),
     # why: "timeout" | "gap" | "probe" (tail loss probe)
     "retransmit": ("offset", "length", "why"),
@@ -91,19 +93,23 @@ def validate(event: dict[str, Any]) -> None:
 
 class EventLog:
     """Append-only JSONL writer; each line is flushed so a kill loses at most
-    the line being written."""
+    the line being written (flush_each=False: buffered, for a writer that no
+    one kills mid-run, such as the simulation's, whose lines come by the
+    million)."""
 
-    def __init__(self, path: str | os.PathLike, job: int, rank: int):
+    def __init__(self, path: str | os.PathLike, job: int, rank: int, flush_each: bool = True):
         self.job = job
         self.rank = rank
-        self._file: IO[str] = open(path, "a", encoding="utf-8", buffering=1)
+        self._flush = flush_each
+        self._file: IO[str] = open(path, "a", encoding="utf-8", buffering=1 if flush_each else -1)
 
     def emit(self, kind: str, iter: int, step: int, t: int | None = None, **fields: Any) -> dict:
         event = {"t": t if t is not None else now_ns(), "kind": kind, "job": self.job,
                  "rank": self.rank, "iter": iter, "step": step, **fields}
         validate(event)
         self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
-        self._file.flush()
+        if self._flush:
+            self._file.flush()
         return event
 
     def close(self) -> None:

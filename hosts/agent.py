@@ -26,15 +26,13 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-
-import numpy as np
 
 from contract import exits
 from contract.events import EventLog, now_ns
-from contract.tags import ring_step, steps_per_iteration
-from hosts import dcqcn, ring
-from hosts.job import JobError, JobSpec, derived_deadlines, first_step_slack, load_job, precomputed
+from hosts.job import JobError, JobSpec, load_job
+from hosts.rank import Await, Loop, Rank, Sleep, stats_fields
 from hosts.tcp.sockets import TcpTransport
 from hosts.transport import Transport, TransportTimeout
 from hosts.udp.sockets import UdpTransport
@@ -53,21 +51,6 @@ START_WAIT_S = 40.0
 # start far enough ahead that every agent has seen the file by then
 # (experiments.supervise.START_MARGIN_S)
 START_POLL_S = 0.005
-
-
-def linger_idle_s(udp) -> float:
-    """How long the predecessor must stay quiet before an agent that has
-    finished exits.  Its retransmission of a step whose last ACK was lost may
-    wait up to rto_max (backed off under congestion), so wait longer than
-    that; leaving earlier stranded a sender until its step deadline."""
-    return max(0.3, 6 * udp.rto_ms / 1000.0, 1.5 * udp.rto_max_ms / 1000.0)
-
-
-def stats_fields(tr) -> dict:
-    """The stats event's fields: the transport's counters and, where it
-    keeps them (UDP), how late it ran its pacer and DCQCN timers."""
-    lateness = getattr(tr, "lateness", None)
-    return {"counters": dict(sorted(tr.counters.items())), **({"lateness": lateness()} if lateness else {})}
 
 
 class UsageError(Exception):
@@ -131,13 +114,15 @@ class Records:
     exception for every place that records an event (the agent's loop, the
     transport's rate and counter events)."""
 
-    def __init__(self, path: Path, job: int, rank: int):
+    def __init__(self, path: Path, job: int, rank: int, clock_ns: Callable[[], int] = now_ns,
+                 flush_each: bool = True):
         self.path = path
-        self._log = EventLog(path, job, rank)
+        self.clock_ns = clock_ns
+        self._log = EventLog(path, job, rank, flush_each=flush_each)
 
     def emit(self, kind: str, iter: int, step: int, **fields):
         try:
-            return self._log.emit(kind, iter=iter, step=step, **fields)
+            return self._log.emit(kind, iter=iter, step=step, t=self.clock_ns(), **fields)
         except OSError as e:
             raise RecordsLost(self.path, e) from None
 
@@ -162,115 +147,47 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
-def rate_control(spec: JobSpec, now: float):
-    """(reaction point, notification point) for this job.  DCQCN off: pace at
-    the line rate (or not at all when the job names none) and never ask for
-    CNPs.  Otherwise the DCQCN pair of hosts.dcqcn with the job's preset,
-    line rate, step time, timer floor and overrides (no line rate: nothing
-    to start from, as off)."""
-    pair = dcqcn.controllers(spec.dcqcn_preset, spec.line_rate_bps, now, spec.regime_step_s,
-                             spec.timer_floor_s, **spec.dcqcn_overrides)
-    if pair is not None:
-        return pair
-    return dcqcn.FixedRate(spec.line_rate_bps), dcqcn.NotificationPoint(None)
+def drive(loop: Loop, tr: Transport, sleep: Callable[[float], None] = time.sleep) -> int:
+    """Run a rank's loop (hosts.rank) in real time: sleep for its Sleep, the
+    transport's blocking wait for its Await (a TransportTimeout is thrown
+    back into the loop), the transport's linger for its Linger; the loop's
+    exit code."""
+    try:
+        req = next(loop)
+        while True:
+            if type(req) is Await:
+                try:
+                    got = tr.wait(req.step, req.deadline)
+                except TransportTimeout as e:
+                    req = loop.throw(e)
+                    continue
+                req = loop.send(got)
+            elif type(req) is Sleep:
+                sleep(req.seconds)
+                req = loop.send(None)
+            else:
+                tr.linger(req.idle_s, req.deadline)
+                req = loop.send(None)
+    except StopIteration as stop:
+        return stop.value
 
 
-class Agent:
+class Agent(Rank):
+    """A rank in its own process: the transport of the job's name, the
+    monotonic clock, the start file."""
+
     def __init__(self, spec: JobSpec, rank: int, log: Records):
-        self.spec = spec
-        self.rank = rank
-        self.n = spec.n_ranks
-        self.spi = steps_per_iteration(self.n)
-        self.total_steps = spec.iterations * self.spi
-        self.log = log
-        self.step_s, self.run_s = derived_deadlines(spec)
-        self.at = (0, 0)             # (iteration, step) in progress, for error events
-        self.ahead: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # drawn before the first step
-        rp, np_ = rate_control(spec, time.monotonic())
         cls = TRANSPORT_CLASSES.get(spec.transport)
         if cls is None:
             raise UsageError(f"transport {spec.transport!r} is not available in this build")
-        self.tr: Transport = cls(job=spec.job, rank=rank, ips=spec.ips, data_port=spec.data_port,
-                      params=spec.udp, recv_len=self.recv_len, log=self.emit, rp=rp, np_=np_,
-                      faults=spec.faults)
-
-    def recv_len(self, step: int) -> int | None:
-        if not 0 <= step < self.total_steps:
-            return None
-        return ring.recv_bytes(self.rank, self.n, self.spec.n_elems, step % self.spi)
-
-    def emit(self, kind: str, step: int, **fields) -> None:
-        self.log.emit(kind, iter=step // self.spi, step=step, **fields)
-
-    def reference(self, iteration: int) -> np.ndarray:
-        spec = self.spec
-        inputs = [ring.make_input(spec.seed, iteration, r, spec.n_elems) for r in range(self.n)]
-        return ring.ring_order_sum(inputs)
-
-    def data(self, iteration: int) -> tuple[np.ndarray, np.ndarray]:
-        """This rank's input of an iteration and the reference result."""
-        spec = self.spec
-        return ring.make_input(spec.seed, iteration, self.rank, spec.n_elems), self.reference(iteration)
-
-    def prepare(self) -> None:
-        """Every iteration's input and reference before the first step when
-        they fit in PRECOMPUTE_BYTES: drawn at each iteration's start (every
-        rank draws every rank's input), 16 agents on 2 cores spent ~20 ms of
-        CPU each between iterations, which the ring waited for."""
-        spec = self.spec
-        if precomputed(spec.iterations, spec.message_bytes):
-            self.ahead = {it: self.data(it) for it in range(spec.iterations)}
+        super().__init__(spec, rank, log, cls, time.monotonic)
 
     def run(self, start: float | None = None, start_info: dict | None = None) -> int:
-        """The iterations.  start: the monotonic time the run started (the
-        start file's time; None: now), which the run deadline and iteration
-        0's straggle delay count from; start_info: iteration 0's iter_start
-        `start` field."""
-        spec = self.spec
-        ahead = self.ahead
-        start = time.monotonic() if start is None else start
-        run_deadline = start + self.run_s
-        wrong = 0
-        for it in range(spec.iterations):
-            delay = spec.straggle_delay(self.rank, it)
-            if delay:
-                time.sleep(min(delay, max(0.0, run_deadline - time.monotonic())))
-            # the inputs and the reference before iter_start: the check costs
-            # no time inside the measured collective
-            mine, ref = ahead.pop(it) if it in ahead else self.data(it)
-            first = ring_step(it, 0, self.n)
-            extra = {"start": start_info} if it == 0 and start_info else {}
-            self.log.emit("iter_start", iter=it, step=first, **extra)
-            rr = ring.RingRank(self.rank, self.n, mine)
-            for k in range(self.spi):
-                step = ring_step(it, k, self.n)
-                self.at = (it, step)
-                p = rr.plan(k)
-                self.log.emit("step_start", iter=it, step=step, k=k, phase=p.phase,
-                              send_chunk=p.send_chunk, recv_chunk=p.recv_chunk)
-                self.tr.send(step, rr.send_bytes(k))
-                started = time.monotonic()
-                step_deadline = started + self.step_s \
-                    + (first_step_slack(spec) if step == 0 else 0.0)
-                deadline = min(step_deadline, run_deadline)
-                try:
-                    got = self.tr.wait(step, deadline)
-                except TransportTimeout as e:
-                    which = "run" if run_deadline <= step_deadline else "step"
-                    limit = self.run_s if which == "run" else step_deadline - started
-                    return self.fail(it, step, which, limit, e.info)
-                rr.apply(k, got)
-                self.log.emit("step_end", iter=it, step=step, k=k, phase=p.phase,
-                              bytes=len(got))
-            exact = bool(np.array_equal(rr.buf.view(np.uint32), ref.view(np.uint32)))
-            wrong += not exact
-            self.log.emit("iter_end", iter=it, step=ring_step(it, self.spi - 1, self.n),
-                          exact=exact)
-        last = self.total_steps - 1
-        self.tr.linger(linger_idle_s(spec.udp), run_deadline)
-        self.log.emit("stats", iter=spec.iterations - 1, step=last,
-                      **stats_fields(self.tr))
-        return exits.WRONG if wrong else exits.OK
+        """The iterations (hosts.rank.Rank.steps) in real time."""
+        code = drive(self.steps(start, start_info), self.tr)
+        if self.failed:
+            say(f"hosts.agent rank {self.rank}: {self.failed}")
+        return code
 
     def await_start(self, path: Path, timeout_s: float) -> tuple[float, dict] | None:
         """Wait for the start file and then until its start time: (the
@@ -287,15 +204,6 @@ class Agent:
         at_ns, seen_ns = got
         start, woke_ns = sleep_until(at_ns)
         return start, {"at_ns": at_ns, "seen_ns": seen_ns, "woke_ns": woke_ns}
-
-    def fail(self, it: int, step: int, which: str, limit: float, info: dict) -> int:
-        reason = f"{which} deadline of {limit:.1f} s passed waiting for {info['what']}"
-        fields = {k: v for k, v in info.items() if k not in ("what", "step")}
-        self.log.emit("error", iter=it, step=step, reason=reason, deadline=which, **fields)
-        self.log.emit("stats", iter=it, step=step,
-                      **stats_fields(self.tr))
-        say(f"hosts.agent rank {self.rank}: {reason}")
-        return exits.FAILED
 
 
 def parse_args(argv) -> argparse.Namespace:

@@ -150,12 +150,12 @@ def agent_memory_bytes(n_ranks: int, message_bytes: int, iterations: int = 1) ->
     interpreter with numpy and the transport (AGENT_BASE_BYTES); beside that
     the iterations drawn ahead (2 S each, at most PRECOMPUTE_BYTES), or,
     drawing one iteration at a time, the last iteration's buffers and what
-    the allocator keeps of them (6 S).  Measured as the peak RSS of agents
+    the allocator keeps of them (5 S).  Measured as the peak RSS of agents
     on loopback (docs/hosts.md, "Memory"); a test keeps the two together."""
     if precomputed(iterations, message_bytes):
         held = 2 * (iterations - 1) * message_bytes
     else:
-        held = 6 * message_bytes if iterations > 1 else 0
+        held = 5 * message_bytes if iterations > 1 else 0
     return AGENT_BASE_BYTES + math.ceil((n_ranks + 2 + 2 / n_ranks) * message_bytes) + held
 
 

@@ -20,13 +20,22 @@ import time
 
 DISCARD_PORT = 9
 ECT0_TOS = 0b10
+IP_UDP_HEADERS = 28          # --size counts the IPv4 and UDP headers
+
+
+def packets_due(elapsed_s: float, interval_s: float) -> int:
+    """How many datagrams the pacing owes by elapsed_s after the start: one
+    at the start, then one every interval_s.  The blaster sends what it owes
+    at each of its ~1 ms ticks; the simulation (experiments/sim), whose clock
+    needs no ticks, at each datagram's own time."""
+    return int(elapsed_s / interval_s) + 1
 
 
 def blast(dst: str, rate_mbit: float, duration_s: float, size: int, ect: bool, port: int = DISCARD_PORT,
           clock=time.monotonic, sleep=time.sleep) -> int:
     """Send for duration_s at rate_mbit (IP packet size `size`); returns the
     number of datagrams sent."""
-    payload = b"\x00" * max(0, size - 28)          # minus IPv4 + UDP headers
+    payload = b"\x00" * max(0, size - IP_UDP_HEADERS)
     interval = size * 8 / (rate_mbit * 1e6)
     sent = 0
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
@@ -38,7 +47,7 @@ def blast(dst: str, rate_mbit: float, duration_s: float, size: int, ect: bool, p
             now = clock()
             if now >= end:
                 break
-            due = int((now - start) / interval) + 1 - sent   # packets owed by now
+            due = packets_due(now - start, interval) - sent
             for _ in range(max(0, due)):
                 try:
                     sock.sendto(payload, (dst, port))

@@ -42,19 +42,47 @@ def netem_support(net: Any, probe: Callable[[], bool] = netem_available) -> tupl
     return True, ""
 
 
+class Blasters:
+    """Cross traffic as the emulation sends it: a blaster process
+    (experiments.jitter.blaster) on the source host per entry."""
+
+    def __init__(self, net: Any, python: str = sys.executable):
+        self.net = net
+        self.python = python
+        self.procs: dict[int, subprocess.Popen] = {}
+
+    def start(self, ev: dict) -> None:
+        p = ev["params"]
+        args = [self.python, "-m", "experiments.jitter.blaster", "--dst", p["dst_ip"],
+                "--rate-mbit", f"{p['rate_mbit']:g}", "--duration", f"{ev['end_s'] - ev['start_s']:g}",
+                "--size", str(p["packet_bytes"])]
+        if p.get("ect"):
+            args.append("--ect")
+        self.procs[ev["id"]] = self.net.popen(ev["src"], args, stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.DEVNULL)
+
+    def stop(self, ev_id: int) -> None:
+        stop_child(self.procs.pop(ev_id, None), 2)
+
+    def running(self) -> list[int]:
+        return list(self.procs)
+
+
 class Injector:
+    """cross: what sends the cross traffic (start(event), stop(id),
+    running()); the emulation's blaster processes by default."""
+
     def __init__(self, net: Any, events: list[dict], applied_path: str | os.PathLike | None = None,
                  python: str = sys.executable, clock: Callable[[], float] = time.monotonic,
-                 wall_ns: Callable[[], int] = now_ns):
+                 wall_ns: Callable[[], int] = now_ns, cross: Any = None):
         self.net = net
         self.events = {ev["id"]: ev for ev in events}
         self.actions = plan_actions(events)
         self.next_index = 0
-        self.python = python
         self.clock = clock
         self.wall_ns = wall_ns
         self.t0: float | None = None
-        self.blasters: dict[int, subprocess.Popen] = {}
+        self.cross = cross if cross is not None else Blasters(net, python)
         self.netem_on: set[int] = set()
         self.squeezed: dict[str, float] = {}     # link -> base rate, while squeezed
         self._log = open(applied_path, "a", encoding="utf-8", buffering=1) if applied_path else None
@@ -92,9 +120,9 @@ class Injector:
             if op == "set_rate":
                 self._set_rate(act["link"], act["rate_mbit"])
             elif op == "cross_start":
-                self._cross_start(self.events[act["event"]])
+                self.cross.start(self.events[act["event"]])
             elif op == "cross_stop":
-                self._cross_stop(act["event"])
+                self.cross.stop(act["event"])
             elif op == "netem_start":
                 ev = self.events[act["event"]]
                 self.net.set_link_netem(ev["link"], **netem_kwargs(ev["params"]))
@@ -126,19 +154,6 @@ class Injector:
                 return ev["params"]["base_rate_mbit"]
         return None
 
-    def _cross_start(self, ev: dict) -> None:
-        p = ev["params"]
-        args = [self.python, "-m", "experiments.jitter.blaster", "--dst", p["dst_ip"],
-                "--rate-mbit", f"{p['rate_mbit']:g}", "--duration", f"{ev['end_s'] - ev['start_s']:g}",
-                "--size", str(p["packet_bytes"])]
-        if p.get("ect"):
-            args.append("--ect")
-        self.blasters[ev["id"]] = self.net.popen(ev["src"], args, stdout=subprocess.DEVNULL,
-                                                 stderr=subprocess.DEVNULL)
-
-    def _cross_stop(self, ev_id: int) -> None:
-        stop_child(self.blasters.pop(ev_id, None), 2)
-
     def _record(self, act: dict, error: str | None = None) -> None:
         if self._log is None:
             return
@@ -154,9 +169,9 @@ class Injector:
         run ended before the schedule did).  Returns what could not be undone;
         never raises, since it runs during teardown."""
         problems = []
-        for ev_id in list(self.blasters):
+        for ev_id in self.cross.running():
             try:
-                self._cross_stop(ev_id)
+                self.cross.stop(ev_id)
             except Exception as exc:
                 problems.append(f"cross {ev_id}: {exc}")
         if restore:

@@ -57,6 +57,30 @@ class Endpoint:
     def finish_send(self, step: int) -> None:
         self.sender.finish(step)
 
+    def step_complete(self, step: int) -> bool:
+        """What the ring waits for at a step: the step received in full and
+        every packet of it sent at least once.  Its ACKs may still be on
+        their way: as a NIC keeps a message until it is acknowledged while
+        the next one starts, the step's flow stays until every packet is
+        acknowledged (``reap``) and its losses are resent before the next
+        step's new packets.  The ring's next step needs the data, not the
+        ACKs: waiting for them cost a round trip per step with the link
+        idle."""
+        return self.sender.sent_all(step) and self.receiver.done(step)
+
+    def reap(self) -> list[int]:
+        """Drop the sent steps whose every packet is acknowledged; their steps."""
+        done = [s for s, f in self.sender.flows.items() if f.done]
+        for step in done:
+            self.sender.finish(step)
+        return done
+
+    def quiet_at(self, since: float, idle_s: float) -> float:
+        """When the predecessor will have been quiet for idle_s (counting from
+        its last data packet, or `since` if later): how long a rank that has
+        finished keeps acknowledging (it may have missed our last ACK)."""
+        return max(self.receiver.last_data, since) + idle_s
+
     def recv_done(self, step: int) -> bool:
         return self.receiver.done(step)
 

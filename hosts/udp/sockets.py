@@ -142,38 +142,34 @@ class UdpTransport:
         self.ep.start_send(step, payload, time.monotonic())
 
     def wait(self, step: int, deadline: float) -> bytearray:
-        """Drive the I/O until `step` is received in full and every packet of
-        it has been sent once; return the received bytes.  TransportTimeout
-        at the deadline (time.monotonic() seconds).
-
-        The step's ACKs may still be on their way: as a NIC keeps a message
-        until it is acknowledged while the next one starts, the step's flow
-        (and its tagged socket: a retransmission keeps the step's tag) stays
-        until every packet is acknowledged (``_reap``), and its losses are
-        resent before the next step's new packets.  The ring's next step
-        needs the data, not the ACKs: waiting for them cost a round trip per
-        step with the link idle.  The successor checks what it got, and
-        linger() keeps the last steps' retransmissions going."""
+        """Drive the I/O until the step is complete (Endpoint.step_complete:
+        received in full, every packet sent once); return the received bytes.
+        TransportTimeout at the deadline (time.monotonic() seconds).  A
+        step's flow, and its tagged socket (a retransmission keeps the step's
+        tag), stay until every packet is acknowledged (``_reap``); the
+        successor checks what it got, and linger() keeps the last steps'
+        retransmissions going."""
         ep = self.ep
         self._reap()
-        if not self._run_until(lambda: ep.sent_all(step) and ep.recv_done(step), deadline):
+        if not self._run_until(lambda: ep.step_complete(step), deadline):
             raise TransportTimeout(ep.waiting_on(step))
         return ep.take(step)
 
     def _reap(self) -> None:
-        """Drop the steps whose every packet is acknowledged, with their sockets."""
-        for step in [s for s in self._tag_socks if self.ep.send_done(s)]:
-            self.ep.finish_send(step)
-            self._tag_socks.pop(step).close()
+        """Close the sockets of the steps whose every packet is acknowledged."""
+        for step in self.ep.reap():
+            sock = self._tag_socks.pop(step, None)
+            if sock is not None:
+                sock.close()
 
     def linger(self, idle_s: float, deadline: float) -> None:
         """After the last step: keep acknowledging until the predecessor has
-        been quiet for idle_s (it may have missed our last ACK)."""
+        been quiet for idle_s (Endpoint.quiet_at)."""
         ep = self.ep
         start = time.monotonic()
 
         def quiet_at() -> float:
-            return max(ep.last_data, start) + idle_s
+            return ep.quiet_at(start, idle_s)
         self._run_until(lambda: time.monotonic() >= quiet_at(), deadline, quiet_at)
         self._reap()
 

@@ -4,7 +4,8 @@ finished agent stays until its predecessor could have retransmitted."""
 import pytest
 
 from contract.tags import TRANSPORTS
-from hosts.agent import TRANSPORT_CLASSES, linger_idle_s
+from hosts.agent import TRANSPORT_CLASSES
+from hosts.rank import linger_idle_s
 from hosts.udp.params import UdpParams
 
 

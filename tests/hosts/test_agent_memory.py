@@ -43,5 +43,5 @@ def test_the_model_bounds_the_measured_peak_closely(tmp_path, message_bytes, ite
         time.sleep(0.01)
     assert [p.returncode for p in procs] == [0] * n
     model = agent_memory_bytes(n, message_bytes, iterations)
-    # measured (docs/hosts.md, "Memory"): 6.45 S + 36.5 MB and 11.3 S + 36.5 MB
+    # measured (docs/hosts.md, "Memory"): 6.45 S + 36.5 MB and 10.3 S + 36.5 MB
     assert max(peaks) <= model <= 1.2 * max(peaks), (max(peaks) / 2**20, model / 2**20)

@@ -14,8 +14,8 @@ from itertools import pairwise
 
 import pytest
 
-from hosts.agent import rate_control
 from hosts.job import load_job
+from hosts.rank import rate_control
 from tests.harness import REPO
 from tests.harness.cemarker import MarkerLab
 from tests.harness.dcqcn_model import closed_loop, first_time, trajectory

@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import pytest
 
-from hosts.agent import rate_control
 from hosts.dcqcn import (
     DEPLOYMENT,
     RATIO_LABELS,
@@ -29,6 +28,7 @@ from hosts.dcqcn_regime import (
     ecn_thresholds_pkts,
 )
 from hosts.job import parse_job
+from hosts.rank import rate_control
 from tests.harness.dcqcn_model import first_time, trajectory
 
 # Ratios the derivation keeps when the floor does not bind agree to this

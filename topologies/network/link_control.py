@@ -33,7 +33,7 @@ from topologies.network.links import (
     set_mtu,
 )
 from topologies.network.nodes import tune_root_intf
-from topologies.spec.netem import NetemParams
+from topologies.spec.netem import NetemParams, delay_points
 from topologies.spec.topo import TopoSpec
 from topologies.switch import controlplane as cp
 
@@ -183,16 +183,9 @@ class LinkControl:
         return self.links[link]
 
     def _twin_netem(self, link: str, p: NetemParams) -> None:
-        """netem in the twins: each switch end delays what it sends over the
-        link (after its egress queue); a switch end facing a host also holds
-        what the host sends, before its pipeline, so both directions of a
-        host link are covered (a fabric link by each switch's egress)."""
-        spec = self.topo.link(link)
-        for node, port, other in ((spec.node1, spec.port1, spec.node2), (spec.node2, spec.port2, spec.node1)):
-            if self.topo.is_switch(node):
-                self.clients[node].set_netem(p, port)
-                if not self.topo.is_switch(other):
-                    self.clients[node].set_netem(p, port, "ingress")
+        """netem in the twins, where topologies.spec.netem.delay_points puts it."""
+        for switch, port, direction in delay_points(self.topo, link):
+            self.clients[switch].set_netem(p, port, direction)
 
     def _run(self, host: str | None, *cmd: str) -> tuple[int, str, str]:
         """(exit code, stdout, stderr) of a command on a host or, None, in the root namespace."""

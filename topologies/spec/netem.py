@@ -69,3 +69,20 @@ class NetemParams:
         if unknown:
             raise ValueError(f"netem: unknown field {unknown[0]!r} (known: {', '.join(sorted(known))})")
         return cls(**d)
+
+
+def delay_points(topo, link: str) -> list[tuple[str, int, str]]:
+    """Where a switch holds a link's delay and netem (the twin's delay
+    lines; the simulation's too): (switch, port, direction).  Each switch
+    end delays what it sends over the link (after its egress queue); a
+    switch end facing a host also holds what the host sends, before its
+    pipeline, so both directions of a host link are covered (a fabric link
+    by each switch's egress).  topo: a topologies.spec.topo.TopoSpec."""
+    spec = topo.link(link)
+    out = []
+    for node, port, other in ((spec.node1, spec.port1, spec.node2), (spec.node2, spec.port2, spec.node1)):
+        if topo.is_switch(node):
+            out.append((node, port, "egress"))
+            if not topo.is_switch(other):
+                out.append((node, port, "ingress"))
+    return out

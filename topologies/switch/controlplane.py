@@ -11,10 +11,13 @@ on bmv2, bits/s on the twin): docs/topologies.md.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from contract import p4names as pn
+from contract.files import write_atomic
 from contract.tags import DSCP_TAG_BITS, TAG_BITS, tag_half
 from topologies.spec.placement import PlacedJob
 from topologies.spec.routes import next_ports, route
@@ -314,3 +317,20 @@ def dump_switch(client, plan: SwitchPlan) -> dict:
             "flows": [dict(f.__dict__) for f in plan.flows],
             "jobs": {str(job): slot for job, slot in plan.jobs.items()},
             "queues": [dict(q.__dict__) for q in plan.queues]}
+
+
+def write_dumps(clients: dict, plans: dict[str, SwitchPlan], target: str, out_dir: Path | str) -> dict[str, Path]:
+    """switches/<name>.json: every counter and register of every switch
+    (dump_switch), each file whole or not at all (contract.files.write_atomic:
+    a full disk leaves no file, nor a cut one).  An OSError names the switch
+    and the file and keeps its errno; files already written stay."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for name, client in clients.items():
+        data = dump_switch(client, plans[name])
+        data.update(switch=name, target=target)
+        path = out_dir / f"{name}.json"
+        write_atomic(path, json.dumps(data, indent=1, sort_keys=True), f"switch {name}'s registers and counters")
+        written[name] = path
+    return written

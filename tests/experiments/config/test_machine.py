@@ -12,8 +12,8 @@ def test_the_need_is_every_agent_of_every_job(base):
     base["jobs"][0].update(ranks=2, message_bytes=10**8)
     base["jobs"].append({"ranks": 2, "message_bytes": 2 * 10**8, "iterations": 1})
     spec = C.resolve(base)
-    # (N + 2 + 2/N) x S per agent at N = 2: 5 S; job 1's second iteration holds 6 S more
-    assert agents_memory_bytes(spec) == 4 * AGENT_BASE_BYTES + 2 * 11 * 10**8 + 2 * 5 * 2 * 10**8
+    # (N + 2 + 2/N) x S per agent at N = 2: 5 S; job 1's second iteration holds 5 S more
+    assert agents_memory_bytes(spec) == 4 * AGENT_BASE_BYTES + 2 * 10 * 10**8 + 2 * 5 * 2 * 10**8
 
 
 def test_more_than_the_machine_has_is_refused_naming_the_job(base):

@@ -1,6 +1,8 @@
 """TwinClient: the twin's control client, with SimpleSwitchThriftAPI's
 method names and argument order, so the control plane drives BMv2 and the
 twin the same way (topologies/switch/controlplane.py, topologies/switch/program.py).
+LocalTwinClient: the same client for a switch core in this process (the
+simulation target), through the control protocol's own handler.
 
     c = TwinClient.wait("/run/symphony/s1.sock")
     c.table_add("forward", "ipv4_forward", ["10.0.0.2/32"], ["00:00:0a:00:00:02", "2"])
@@ -16,6 +18,7 @@ import threading
 import time
 
 from topologies.spec.netem import NetemParams
+from topologies.switch.twin.control import handle_request
 from topologies.switch.twin.pipeline import CounterValue
 
 
@@ -148,3 +151,25 @@ class TwinClient:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class LocalTwinClient(TwinClient):
+    """TwinClient for a switch core in this process (twin.core.SwitchCore:
+    the simulation's switches): every request goes through the control
+    protocol's handler as a JSON line, as the process would read it, and the
+    reply comes back the same way, so a call means exactly what it means
+    over the socket."""
+
+    def __init__(self, switch):
+        self.switch = switch
+        self.sockpath = f"<{switch.name}>"
+        self._ids = itertools.count(1)
+        self._sock = None
+
+    def _call(self, method: str, *args, **kwargs):
+        rid = next(self._ids)
+        line = json.dumps({"id": rid, "method": method, "args": list(args), "kwargs": kwargs})
+        reply = json.loads(json.dumps(handle_request(self.switch, line)))
+        if "error" in reply:
+            raise TwinClientError(f"{method}: {reply['error']}")
+        return reply.get("result")

@@ -29,7 +29,7 @@ RECV_BYTES = 1 << 16
 # answered by the switch's pipeline (topologies.switch.twin.pipeline.Pipeline)
 PIPELINE_METHODS = frozenset({"table_add", "table_set_default", "table_clear", "register_read", "register_write",
                               "register_reset", "counter_read"})
-# answered by the switch (topologies.switch.twin.switch.TwinSwitch): request -> method
+# answered by the switch (topologies.switch.twin.core.SwitchCore): request -> method
 SWITCH_METHODS = {"reset_state": "reset_state", "set_queue_depth": "set_queue_depth",
                   "set_queue_rate": "set_queue_rate", "set_queue_rate_bps": "set_queue_rate_bps",
                   "set_netem": "set_netem", "stats": "port_stats", "dump": "dump"}

@@ -1,18 +1,7 @@
-"""The twin switch process: raw sockets on its ports (sockets.py), the pure
-pipeline (pipeline.py), per-port egress queues (queues.py) and delay lines
-(delayline.py), and the control protocol (control.py), all in one select loop
-(no threads, no busy spin).
-
-Per received frame: [ingress delay line] -> ingress -> egress port's queue
-full? drop (drop-tail) -> egress with enq_qdepth = packets already queued ->
-enqueue.  Queues drain at their rate (set_queue_rate: packets/s, BMv2's unit;
-set_queue_rate_bps: bits/s, each frame holding the port for its length, as on
-a real link) or at once when unlimited, into the port's egress delay line
-where set_netem put one (delayline.py: netem's delay, jitter, loss, reordering),
-then out.  The delay line comes after the queue: it never changes how fast
-the queue drains, and the pipeline's queue depth is the queue's.  An ingress
-delay line (set_netem(..., direction="ingress"), at a port facing a host)
-holds what arrives before the pipeline sees it.
+"""The twin switch process: raw sockets on its ports (sockets.py) and the
+control protocol (control.py) around the data path of core.SwitchCore (the
+pure pipeline, per-port egress queues and delay lines), all in one select
+loop (no threads, no busy spin).  core.py states the data path.
 """
 
 from __future__ import annotations
@@ -24,22 +13,19 @@ import signal
 import socket
 import time
 
-from topologies.spec.netem import NetemParams
 from topologies.switch.twin.control import ControlServer
-from topologies.switch.twin.delayline import DelayLine
-from topologies.switch.twin.pipeline import Pipeline
-from topologies.switch.twin.queues import DEFAULT_DEPTH, EgressQueue
+from topologies.switch.twin.core import SwitchCore
+from topologies.switch.twin.queues import DEFAULT_DEPTH
 from topologies.switch.twin.sockets import PACKET_OUTGOING, disable_offloads, open_port_socket
 
 RX_BATCH = 128
 MAX_FRAME = 65535
-DIRECTIONS = ("egress", "ingress")
 # a send that fails under overload (ENOBUFS, EAGAIN), with an oversized frame
 # (EMSGSIZE) or on an interface going away is counted, not reported
 QUIET_SEND_ERRORS = (errno.ENOBUFS, errno.EAGAIN, errno.EMSGSIZE, errno.ENETDOWN, errno.ENXIO)
 
 
-class TwinSwitch:
+class TwinSwitch(SwitchCore):
     """One switch: `ports` (number -> interface) opened as raw sockets,
     control on a Unix socket at `control_path`, egress queues of
     `queue_depth` packets; `seed` seeds the pipeline's ECN draws and the
@@ -48,19 +34,8 @@ class TwinSwitch:
 
     def __init__(self, name: str, ports: dict[int, str], control_path: str,
                  queue_depth: int = DEFAULT_DEPTH, seed: int = 0, offloads_off: bool = True):
-        self.name = name
-        self.seed = seed
-        self.queue_depth = queue_depth
-        self.pipeline = Pipeline(seed)
+        super().__init__(name, ports, queue_depth, seed)
         self.control_path = control_path
-        self.ports = dict(ports)
-        self.queues = {p: EgressQueue(queue_depth) for p in self.ports}
-        # port -> its delay line, per direction: egress (after the queue) and
-        # ingress (what a host sends, before the pipeline)
-        self.lines: dict[str, dict[int, DelayLine]] = {d: {} for d in DIRECTIONS}
-        self.stats = {p: {"rx": 0, "tx": 0, "queue_drops": 0, "tx_errors": 0} for p in self.ports}
-        self.no_port_drops = 0
-        self.warnings: list[str] = []
         self.socks: dict[int, socket.socket] = {}
         self.by_fd: dict[int, int] = {}
         self.control: ControlServer | None = None
@@ -79,80 +54,7 @@ class TwinSwitch:
             self.close()
             raise
 
-    # --- settings (the control protocol's methods: control.py) -----------------
-    def set_queue_depth(self, depth: int, egress_port: int | None = None, priority=None) -> None:
-        for q in self._queues_for(egress_port):
-            q.set_depth(depth)
-
-    def set_queue_rate(self, pps: float | None, egress_port: int | None = None, priority=None) -> None:
-        for q in self._queues_for(egress_port):
-            q.set_rate(pps)
-
-    def set_queue_rate_bps(self, bps: float | None, egress_port: int | None = None, priority=None) -> None:
-        """The twin's extra: drain at a bit rate (BMv2 only has packets/s)."""
-        for q in self._queues_for(egress_port):
-            q.set_rate_bps(bps)
-
-    def set_netem(self, params: dict | None = None, egress_port: int | None = None,
-                  direction: str = "egress") -> None:
-        """The twin's extra: netem on a port (delay, jitter, loss, reordering:
-        topologies.spec.netem.NetemParams' fields), after its egress queue or,
-        direction "ingress", on what arrives there before the pipeline.  All
-        zero turns it off (frames held keep their times).  The line of (port,
-        direction) draws from a generator seeded by the switch's seed, name,
-        port and direction, kept across changes."""
-        if direction not in DIRECTIONS:
-            raise ValueError(f"netem direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
-        p = NetemParams.from_dict(params or {})
-        lines = self.lines[direction]
-        for port in self._ports_for(egress_port):
-            if port in lines:
-                lines[port].set(p)
-            elif p.active:
-                lines[port] = DelayLine(f"{self.seed}:{self.name}:{port}:{direction}", p)
-
-    def reset_state(self) -> None:
-        """As BMv2's reset_state: tables, registers and counters back to the
-        program's start; queues emptied, unlimited, at the start-up depth; no
-        delay lines."""
-        self.pipeline = Pipeline(self.seed)
-        self.queues = {p: EgressQueue(self.queue_depth) for p in self.ports}
-        self.lines = {d: {} for d in DIRECTIONS}
-
-    def _ports_for(self, egress_port) -> list[int]:
-        # SimpleSwitchThriftAPI's convention: no port (or port 0) means every port
-        if not egress_port:
-            return list(self.queues)
-        if int(egress_port) not in self.queues:
-            raise ValueError(f"switch {self.name} has no port {egress_port}")
-        return [int(egress_port)]
-
-    def _queues_for(self, egress_port) -> list[EgressQueue]:
-        return [self.queues[p] for p in self._ports_for(egress_port)]
-
-    def port_stats(self) -> dict:
-        """Per port: counters, queue settings, delay lines and, for a queue
-        with a rate, its fidelity figures (queues.EgressQueue.figures)."""
-        return {
-            "name": self.name,
-            "ports": {str(p): dict(s, ifname=self.ports[p], queue=len(self.queues[p]),
-                                   depth=self.queues[p].depth, pps=self.queues[p].pps,
-                                   bps=self.queues[p].bps,
-                                   **({} if self.queues[p].unlimited else {"fidelity": self.queues[p].figures()}),
-                                   **{f"netem_{d}": self.lines[d][p].describe()
-                                      for d in DIRECTIONS if p in self.lines[d]})
-                      for p, s in self.stats.items()},
-            "pipeline_drops": dict(self.pipeline.drops),
-            "no_port_drops": self.no_port_drops,
-            "warnings": list(self.warnings),
-        }
-
-    def dump(self) -> dict:
-        d = self.pipeline.dump()
-        d["stats"] = self.port_stats()
-        return d
-
-    # --- data path --------------------------------------------------------------
+    # --- data path: frames in from the sockets, out to them --------------------
     def receive(self, port: int, now: float) -> None:
         s = self.socks[port]
         for _ in range(RX_BATCH):
@@ -164,43 +66,9 @@ class TwinSwitch:
                 return
             if addr[2] == PACKET_OUTGOING:
                 continue
-            self.stats[port]["rx"] += 1
             self.arrive(port, frame, now)
 
-    def arrive(self, port: int, frame: bytes, now: float) -> None:
-        """A received frame: into the port's ingress delay line, or on."""
-        line = self.lines["ingress"].get(port)
-        if line is not None and line.active:
-            line.push(frame, now)
-        else:
-            self.forward(port, frame, now)
-
-    def forward(self, port: int, frame: bytes, now: float) -> None:
-        pkt = self.pipeline.ingress(port, frame)
-        if pkt.drop is not None:
-            return
-        q = self.queues.get(pkt.egress_port)
-        if q is None:
-            self.no_port_drops += 1
-            return
-        if not q.room():
-            self.stats[pkt.egress_port]["queue_drops"] += 1
-            return
-        out = self.pipeline.egress(pkt, len(q))
-        if q.unlimited and not q.q:
-            self.leave(pkt.egress_port, out, now)     # unlimited and idle: straight on
-        else:
-            q.push(out, now)
-
-    def leave(self, port: int, frame: bytes, now: float) -> None:
-        """A frame the queue let go: into the port's delay line, or out."""
-        line = self.lines["egress"].get(port)
-        if line is not None and line.active:
-            line.push(frame, now)
-        else:
-            self.transmit(port, frame)
-
-    def transmit(self, port: int, frame: bytes) -> None:
+    def transmit(self, port: int, frame: bytes, now: float = 0.0) -> None:
         try:
             self.socks[port].send(frame)
             self.stats[port]["tx"] += 1
@@ -210,33 +78,17 @@ class TwinSwitch:
                 self.warnings.append(f"port {port}: send failed: {e.strerror}")
                 del self.warnings[:-20]
 
-    def drain(self, now: float) -> None:
-        for port, line in self.lines["ingress"].items():
-            for frame in line.pop_due(now):
-                self.forward(port, frame, now)
-        for port, q in self.queues.items():
-            if q.q:
-                for frame in q.pop_due(now):
-                    self.leave(port, frame, now)
-        for port, line in self.lines["egress"].items():
-            for frame in line.pop_due(now):
-                self.transmit(port, frame)
-
     def next_timeout(self, now: float) -> float:
         """Seconds until something is due (at most 1).  A queue's wait is
         rounded up to the millisecond (the queue catches up within
         MAX_CATCH_UP_S, and waking per frame would cost CPU); a delay line's
         is exact, since its frames are due at their own times."""
         wait = 1.0
-        for q in self.queues.values():
-            d = q.deadline()
-            if d is not None:
+        for kind, d in self.deadlines():
+            if kind == "queue":
                 wait = min(wait, 0.0 if d <= now else max(0.001, math.ceil((d - now) * 1000) / 1000))
-        for lines in self.lines.values():
-            for line in lines.values():
-                d = line.deadline()
-                if d is not None:
-                    wait = min(wait, max(0.0, d - now))
+            else:
+                wait = min(wait, max(0.0, d - now))
         return wait
 
     # --- loop -----------------------------------------------------------------

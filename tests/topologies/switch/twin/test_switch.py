@@ -15,6 +15,7 @@ from topologies.spec.netem import NetemParams
 from topologies.switch.twin import delayline as D
 from topologies.switch.twin import packets
 from topologies.switch.twin.control import handle_request
+from topologies.switch.twin.core import SwitchCore
 from topologies.switch.twin.queues import EgressQueue
 from topologies.switch.twin.switch import TwinSwitch
 
@@ -26,14 +27,13 @@ class Rig:
 
     def __init__(self, tmp_path):
         self.sw = TwinSwitch("d", {}, str(tmp_path / "c.sock"), offloads_off=False)
-        self.sw.ports = {1: "a", 2: "b"}
-        self.sw.queues = {p: EgressQueue(64) for p in self.sw.ports}
-        self.sw.stats = {p: {"rx": 0, "tx": 0, "queue_drops": 0, "tx_errors": 0} for p in self.sw.ports}
+        # the data path of core.SwitchCore with two ports and no sockets
+        SwitchCore.__init__(self.sw, "d", {1: "a", 2: "b"}, 64)
         self.sw.pipeline.table_add("forward", "ipv4_forward", ["10.0.0.2/32"], ["00:00:00:00:00:02", "2"])
         self.now = 0.0
         self.sent: list[tuple[int, float, bytes]] = []
         self.depths: list[tuple[float, int]] = []      # the queue depth the pipeline's egress saw
-        self.sw.transmit = lambda port, frame: self.sent.append((port, self.now, frame))
+        self.sw.transmit = lambda port, frame, now: self.sent.append((port, self.now, frame))
         egress = self.sw.pipeline.egress
 
         def spy(pkt, qdepth):

@@ -1,0 +1,195 @@
+"""The twin switch's data path and settings without any I/O: the pure
+pipeline (pipeline.py), per-port egress queues (queues.py) and delay lines
+(delayline.py), the control methods the control protocol answers
+(control.py), and the per-port counters.  Pure: the caller passes `now` and
+says what a frame that leaves a port becomes (``transmit``).
+
+The process (switch.py) puts raw sockets and a select loop around it; the
+simulation target (experiments/sim) puts a discrete-event network around
+the same class, so both run one data path.
+
+Per frame that arrives: [ingress delay line] -> ingress -> egress port's
+queue full? drop (drop-tail) -> egress with enq_qdepth = packets already
+queued -> enqueue.  Queues drain at their rate (set_queue_rate: packets/s,
+BMv2's unit; set_queue_rate_bps: bits/s, each frame holding the port for its
+length, as on a real link) or at once when unlimited, into the port's egress
+delay line where set_netem put one (delayline.py: netem's delay, jitter,
+loss, reordering), then out (``transmit``).  The delay line comes after the
+queue: it never changes how fast the queue drains, and the pipeline's queue
+depth is the queue's.  An ingress delay line (set_netem(...,
+direction="ingress"), at a port facing a host) holds what arrives before the
+pipeline sees it.
+"""
+
+from __future__ import annotations
+
+from topologies.spec.netem import NetemParams
+from topologies.switch.twin.delayline import DelayLine
+from topologies.switch.twin.pipeline import Pipeline
+from topologies.switch.twin.queues import DEFAULT_DEPTH, EgressQueue
+
+DIRECTIONS = ("egress", "ingress")
+
+
+class SwitchCore:
+    """One switch's data path.  `ports`: port number -> the name its dumps
+    show (an interface name); `seed` seeds the pipeline's ECN draws and the
+    delay lines.  Subclasses say where a frame goes in ``transmit``."""
+
+    def __init__(self, name: str, ports: dict[int, str], queue_depth: int = DEFAULT_DEPTH, seed: int = 0):
+        self.name = name
+        self.seed = seed
+        self.queue_depth = queue_depth
+        self.pipeline = Pipeline(seed)
+        self.ports = dict(ports)
+        self.queues = {p: EgressQueue(queue_depth) for p in self.ports}
+        # port -> its delay line, per direction: egress (after the queue) and
+        # ingress (what a host sends, before the pipeline)
+        self.lines: dict[str, dict[int, DelayLine]] = {d: {} for d in DIRECTIONS}
+        self.stats = {p: {"rx": 0, "tx": 0, "queue_drops": 0, "tx_errors": 0} for p in self.ports}
+        self.no_port_drops = 0
+        self.warnings: list[str] = []
+
+    # --- settings (the control protocol's methods: control.py) -----------------
+    def set_queue_depth(self, depth: int, egress_port: int | None = None, priority=None) -> None:
+        for q in self._queues_for(egress_port):
+            q.set_depth(depth)
+
+    def set_queue_rate(self, pps: float | None, egress_port: int | None = None, priority=None) -> None:
+        for q in self._queues_for(egress_port):
+            q.set_rate(pps)
+
+    def set_queue_rate_bps(self, bps: float | None, egress_port: int | None = None, priority=None) -> None:
+        """The twin's extra: drain at a bit rate (BMv2 only has packets/s)."""
+        for q in self._queues_for(egress_port):
+            q.set_rate_bps(bps)
+
+    def set_netem(self, params: dict | None = None, egress_port: int | None = None,
+                  direction: str = "egress") -> None:
+        """The twin's extra: netem on a port (delay, jitter, loss, reordering:
+        topologies.spec.netem.NetemParams' fields), after its egress queue or,
+        direction "ingress", on what arrives there before the pipeline.  All
+        zero turns it off (frames held keep their times).  The line of (port,
+        direction) draws from a generator seeded by the switch's seed, name,
+        port and direction, kept across changes."""
+        if direction not in DIRECTIONS:
+            raise ValueError(f"netem direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
+        p = NetemParams.from_dict(params or {})
+        lines = self.lines[direction]
+        for port in self._ports_for(egress_port):
+            if port in lines:
+                lines[port].set(p)
+            elif p.active:
+                lines[port] = DelayLine(f"{self.seed}:{self.name}:{port}:{direction}", p)
+
+    def reset_state(self) -> None:
+        """As BMv2's reset_state: tables, registers and counters back to the
+        program's start; queues emptied, unlimited, at the start-up depth; no
+        delay lines."""
+        self.pipeline = Pipeline(self.seed)
+        self.queues = {p: EgressQueue(self.queue_depth) for p in self.ports}
+        self.lines = {d: {} for d in DIRECTIONS}
+
+    def _ports_for(self, egress_port) -> list[int]:
+        # SimpleSwitchThriftAPI's convention: no port (or port 0) means every port
+        if not egress_port:
+            return list(self.queues)
+        if int(egress_port) not in self.queues:
+            raise ValueError(f"switch {self.name} has no port {egress_port}")
+        return [int(egress_port)]
+
+    def _queues_for(self, egress_port) -> list[EgressQueue]:
+        return [self.queues[p] for p in self._ports_for(egress_port)]
+
+    def port_stats(self) -> dict:
+        """Per port: counters, queue settings, delay lines and, for a queue
+        with a rate, its fidelity figures (queues.EgressQueue.figures)."""
+        return {
+            "name": self.name,
+            "ports": {str(p): dict(s, ifname=self.ports[p], queue=len(self.queues[p]),
+                                   depth=self.queues[p].depth, pps=self.queues[p].pps,
+                                   bps=self.queues[p].bps,
+                                   **({} if self.queues[p].unlimited else {"fidelity": self.queues[p].figures()}),
+                                   **{f"netem_{d}": self.lines[d][p].describe()
+                                      for d in DIRECTIONS if p in self.lines[d]})
+                      for p, s in self.stats.items()},
+            "pipeline_drops": dict(self.pipeline.drops),
+            "no_port_drops": self.no_port_drops,
+            "warnings": list(self.warnings),
+        }
+
+    def dump(self) -> dict:
+        d = self.pipeline.dump()
+        d["stats"] = self.port_stats()
+        return d
+
+    # --- data path --------------------------------------------------------------
+    def arrive(self, port: int, frame: bytes, now: float) -> None:
+        """A received frame: into the port's ingress delay line, or on."""
+        self.stats[port]["rx"] += 1
+        line = self.lines["ingress"].get(port)
+        if line is not None and line.active:
+            line.push(frame, now)
+        else:
+            self.forward(port, frame, now)
+
+    def forward(self, port: int, frame: bytes, now: float) -> None:
+        pkt = self.pipeline.ingress(port, frame)
+        if pkt.drop is not None:
+            return
+        q = self.queues.get(pkt.egress_port)
+        if q is None:
+            self.no_port_drops += 1
+            return
+        if not q.room():
+            self.stats[pkt.egress_port]["queue_drops"] += 1
+            return
+        out = self.pipeline.egress(pkt, len(q))
+        if q.unlimited and not q.q:
+            self.leave(pkt.egress_port, out, now)     # unlimited and idle: straight on
+        else:
+            q.push(out, now)
+
+    def leave(self, port: int, frame: bytes, now: float) -> None:
+        """A frame the queue let go: into the port's delay line, or out."""
+        line = self.lines["egress"].get(port)
+        if line is not None and line.active:
+            line.push(frame, now)
+        else:
+            self.transmit(port, frame, now)
+
+    def transmit(self, port: int, frame: bytes, now: float) -> None:
+        """A frame leaves the switch on `port` (its queue and delay line are
+        behind it); the subclass puts it on the wire."""
+        raise NotImplementedError
+
+    def drain(self, now: float) -> None:
+        """Everything due by now: held ingress frames into the pipeline,
+        queued frames out of their queues, delayed frames out of the switch."""
+        for port, line in self.lines["ingress"].items():
+            for frame in line.pop_due(now):
+                self.forward(port, frame, now)
+        for port, q in self.queues.items():
+            if q.q:
+                for frame in q.pop_due(now):
+                    self.leave(port, frame, now)
+        for port, line in self.lines["egress"].items():
+            for frame in line.pop_due(now):
+                self.transmit(port, frame, now)
+
+    def deadlines(self):
+        """(kind, when) of every queue ("queue") and delay line ("line")
+        that holds something: when it next has something due."""
+        for q in self.queues.values():
+            d = q.deadline()
+            if d is not None:
+                yield "queue", d
+        for lines in self.lines.values():
+            for line in lines.values():
+                d = line.deadline()
+                if d is not None:
+                    yield "line", d
+
+    def next_due(self) -> float | None:
+        """When drain() next has something to do exactly; None: nothing held."""
+        return min((d for _, d in self.deadlines()), default=None)
