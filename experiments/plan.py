@@ -17,13 +17,18 @@ from experiments.config import ExperimentSpec, job_specs
 from experiments.jitter import schedule as J
 from experiments.jitter.schedule import NO_NETEM
 from hosts.job import JobSpec, derived_deadlines
-from topologies.network.links import VIA_FALLBACK, delay_via
+from topologies.network.links import VIA_FALLBACK, VIA_TWIN, delay_via
 from topologies.spec.placement import PlacedJob
 from topologies.spec.topo import TopoSpec
 from topologies.switch.params import EcnParams, SymphonyParams
+from topologies.switch.targets import TARGETS as SWITCH_TARGETS
 from topologies.switch.targets import resolve_target
 
 RUNNER_SLACK_S = 20.0         # runner's wall deadline = agents' run deadline + this
+# The simulation target (experiments/sim): no emulator, the twin's switches on
+# a virtual clock; delays and netem in their delay lines, as on the soft target
+SIM = "sim"
+TARGETS = (*SWITCH_TARGETS, SIM)
 NO_LINK_DELAY = ("link delays (host_delay_ms, fabric_delay_ms) left out: {why} and the bmv2 target "
                  "has no delay line (--target soft has them)")
 
@@ -72,8 +77,9 @@ def run_plan(spec: ExperimentSpec, variant: str, repeat: int, netem_ok: bool, ne
              target: str = "auto") -> RunPlan:
     """netem_ok: the kernel has sch_netem; with the target it decides how
     netem jitter is applied (topologies.network.links.delay_via, the rule
-    the network follows for its link delays too)."""
-    via = delay_via(resolve_target(target), netem_ok)
+    the network follows for its link delays too; the simulation holds them
+    in the twin's delay lines)."""
+    via = VIA_TWIN if target == SIM else delay_via(resolve_target(target), netem_ok)
     events, notes = J.apply_fallbacks(J.make_schedule(spec, repeat), via, netem_why)
     if via == VIA_FALLBACK and any(link.delay_ms for link in spec.topo.links):
         notes.append(NO_LINK_DELAY.format(why=netem_why))
