@@ -15,7 +15,7 @@ WRONG = 1           # an AllReduce result was wrong; nothing else exits 1
 USAGE = 2           # bad config, job file, arguments or paths (one line naming the key or path)
 FAILED = 3          # a run failed: a deadline passed, a switch or agent died, a socket failed
 DISK_FULL = 4       # records could not be written: the file system is full (ENOSPC, EDQUOT)
-INTERRUPTED = 130   # SIGINT (Ctrl-C); the runner takes SIGTERM as SIGINT
+INTERRUPTED = 130   # SIGINT (Ctrl-C) or SIGTERM: the runner takes SIGTERM as SIGINT and names it
 TERMINATED = 143    # SIGTERM (the agent, when a runner tears its run down)
 
 MEANINGS = {
@@ -24,11 +24,16 @@ MEANINGS = {
     USAGE: "bad config, job file, arguments or paths",
     FAILED: "a run failed (a deadline passed, a switch or agent died)",
     DISK_FULL: "disk full: records could not be written",
-    INTERRUPTED: "interrupted (SIGINT)",
+    INTERRUPTED: "interrupted (SIGINT or SIGTERM)",
     TERMINATED: "terminated (SIGTERM)",
 }
 
 FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+def interrupted(signals: str) -> str:
+    """INTERRUPTED's meaning with the signal(s) received, e.g. "SIGTERM"."""
+    return f"interrupted ({signals})"
 
 
 def is_disk_full(exc: BaseException) -> bool:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from contract import exits
 from experiments.cli_common import Refused
+from experiments.signals import signame_of
 from topologies.switch.targets import TARGETS
 
 COMMANDS = ("run", "check", "model", "net")
@@ -75,12 +76,13 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    command = importlib.import_module(f"experiments.cli_{args.command}")
     try:
+        # inside the try: a signal while the command's module (Mininet, the runner) is imported
+        command = importlib.import_module(f"experiments.cli_{args.command}")
         return command.main(args)
     except Refused as exc:
         print(exc, file=sys.stderr)
         return exc.code
-    except KeyboardInterrupt:       # a Ctrl-C outside a run (a run handles its own: experiments.signals)
-        print(f"experiments {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:       # a signal outside a run (a run handles its own: experiments.signals)
+        print(f"experiments {args.command}: {exits.interrupted(signame_of(exc))}", file=sys.stderr)
         return exits.INTERRUPTED

@@ -1,15 +1,22 @@
 """What the commands of ``python3 -m experiments`` share: their config's
 points, loaded the one way (experiments.config.load_points), the root and
-target checks, and ``Refused``: a one-line refusal with its exit code, which
-the dispatcher (experiments/cli.py) prints."""
+target checks, ``Refused`` (a one-line refusal with its exit code, which the
+dispatcher, experiments/cli.py, prints) and ``leave_nothing``, a command's
+last word on the networks it started."""
 
 from __future__ import annotations
 
 import os
+import sys
+import time
 
 from contract import exits
 from experiments import config as C
+from topologies.network import shield
+from topologies.network.state import leftovers
 from topologies.switch.targets import TargetError, resolve_target
+
+LEFTOVER_GRACE_S = 2.0      # a torn-down network's last processes exit within this
 
 
 class Refused(Exception):
@@ -42,3 +49,29 @@ def root_and_target(args) -> None:
         resolve_target(args.target)
     except TargetError as exc:
         raise Refused(f"--target {args.target}: {exc}") from None
+
+
+def _settled(look, within_s: float = LEFTOVER_GRACE_S) -> list:
+    """look() until it finds nothing or within_s has passed (a process
+    SIGKILLed a moment ago may not have exited yet)."""
+    deadline = time.monotonic() + within_s
+    found = look()
+    while found and time.monotonic() < deadline:
+        time.sleep(0.1)
+        found = look()
+    return found
+
+
+def leave_nothing() -> bool:
+    """A command's last word on its networks: each one whose teardown was
+    cut short (a signal in the instant it began) is torn down now
+    (shield.stop_live), and whatever of any is still there is named on
+    stderr with the command that removes it.  True when nothing is left."""
+    problems = shield.stop_live()
+    for net in shield.started():
+        left = _settled(lambda net=net: leftovers(net.id, net.state.data["pids"] if net.state else []))
+        if left:
+            problems.append(f"network {net.id} left {', '.join(left)}")
+    for line in problems:
+        print(f"teardown: {line}; `sudo make clean-net` removes it", file=sys.stderr)
+    return not problems

@@ -23,7 +23,7 @@ from contract import exits
 from experiments import config as C
 from experiments import rundir as R
 from experiments import summary as SU
-from experiments.cli_common import Refused, load, root_and_target
+from experiments.cli_common import Refused, leave_nothing, load, root_and_target
 from experiments.cli_model import MODEL_ERRORS, rank_points
 from experiments.runner import Runner
 from experiments.signals import Signals
@@ -66,7 +66,6 @@ def write_sweep(path: Path, name: str, stamp: str, rows: list[dict], interrupted
 def run_points(args, points: Points, stamp: str | None = None) -> int:
     stamp = stamp or claim(args.out, points)
     signals = Signals()
-    signals.install()
     versions = R.versions(REPO)
     name = points[0][1].name
     total = sum(spec.repeats * len(spec.variants) for _, spec in points)
@@ -82,6 +81,7 @@ def run_points(args, points: Points, stamp: str | None = None) -> int:
         say(f"{res.run_dir}: {res.status}" + (f" ({res.reason})" if res.reason else ""))
 
     try:
+        signals.install()       # inside: a signal at once still settles the batch's record
         for label, spec in points:
             if signals.interrupted:
                 break
@@ -91,6 +91,8 @@ def run_points(args, points: Points, stamp: str | None = None) -> int:
             runner.run_all(before=lambda rep, variant, label=label: bar.set_postfix_str(
                 f"{label + ' ' if label else ''}rep {rep} {variant}"), after=done)
             all_results.extend(runner.results)
+            for line in R.mark_lost(runner.results):     # a run whose directory has gone is not ok
+                say(line)
             summ = SU.finish_point(spec, runner.results, exp_dir, stamp, signals=signals,
                                    report=not args.no_report, say=say)
             if label:
@@ -100,14 +102,21 @@ def run_points(args, points: Points, stamp: str | None = None) -> int:
                                    "jobs": summ.get("jobs", {})})
             if runner.stopped:
                 break
+    except BaseException:       # an interrupt between two phases: the batch's record does not stay "running"
+        R.settle_claim(args.out / name, stamp, "-sweep.json" if points[0][0] is not None else "-summary.json",
+                       "interrupted")
+        raise
     finally:
         bar.close()
+        with signals.shielded():        # signals held by a teardown are counted here, none cuts it short
+            leave_nothing()
         signals.restore()
     if points[0][0] is not None:
         write_sweep(args.out / name / f"{stamp}-sweep.json", name, stamp, sweep_rows, signals.interrupted)
     code = SU.exit_code(all_results, signals.interrupted)
     if code != exits.OK:
-        print(f"experiments run: {exits.MEANINGS[code]} (see the runs' meta.json)", file=sys.stderr)
+        what = exits.interrupted(signals.names) if code == exits.INTERRUPTED else exits.MEANINGS[code]
+        print(f"experiments run: {what} (see the runs' meta.json)", file=sys.stderr)
     return code
 
 

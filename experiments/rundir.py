@@ -21,6 +21,7 @@ from typing import Any
 import mininet.net
 import tomli_w
 
+from contract.exits import is_disk_full
 from contract.files import write_atomic
 from experiments.config import ExperimentSpec
 
@@ -84,7 +85,20 @@ def write_json(path: Path, value: Any) -> None:
     write_text(path, json.dumps(value, indent=1, sort_keys=True, default=str) + "\n")
 
 
-def write_status(path: Path, value: dict, short: dict) -> str | None:
+class WriteProblem(str):
+    """What write_status could not write (a line), and whether the disk was
+    full (else: the directory went away or stopped being writable)."""
+
+    disk_full: bool = False
+
+
+def _problem(text: str, disk_full: bool) -> WriteProblem:
+    out = WriteProblem(text)
+    out.disk_full = disk_full
+    return out
+
+
+def write_status(path: Path, value: dict, short: dict) -> WriteProblem | None:
     """write_json; where that fails (a full disk has no room for the new
     file) the file already there is rewritten in place with ``short``, a few
     keys that fit in the room it holds, so a record never says "running" of
@@ -93,7 +107,7 @@ def write_status(path: Path, value: dict, short: dict) -> str | None:
         write_json(path, value)
         return None
     except OSError as exc:
-        problem = f"{path}: not written ({exc.strerror or exc})"
+        problem = _problem(f"{path}: not written ({exc.strerror or exc})", is_disk_full(exc))
     data = (json.dumps(short, sort_keys=True, default=str) + "\n").encode()
     try:
         with open(path, "r+b") as f:
@@ -103,7 +117,55 @@ def write_status(path: Path, value: dict, short: dict) -> str | None:
             f.truncate()
     except OSError:
         return problem
-    return f"{problem}; rewritten in place with {', '.join(sorted(short))} only"
+    return _problem(f"{problem}; rewritten in place with {', '.join(sorted(short))} only", problem.disk_full)
+
+
+def identity(path: Path) -> tuple[int, int] | None:
+    """A directory's (device, inode): the same path with another identity
+    is another directory (the first removed, a new one made in its place)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def lost(run_dir: Path, made: tuple[int, int] | None) -> str | None:
+    """Why a run directory no longer holds its run's records (removed, or
+    replaced by another of the same name), or None while it does."""
+    now = identity(run_dir)
+    if made is None or now == made:
+        return None
+    what = "was removed" if now is None else "was removed and made anew (by a later write)"
+    return f"its run directory {run_dir} {what} during or after the run: its records are lost"
+
+
+def mark_lost(results) -> list[str]:
+    """Runs that ended ok whose run directory has gone since (``lost``):
+    failed, with that reason (a summary never counts a run without its
+    records as ok).  One line per run marked."""
+    lines = []
+    for res in results:
+        why = lost(res.run_dir, res.dir_id) if res.status == "ok" else None
+        if why:
+            res.status, res.reason = "failed", why
+            lines.append(f"{res.run_dir.name}: failed ({why})")
+    return lines
+
+
+def settle_claim(root: Path, stamp_: str, suffix: str, status: str) -> None:
+    """A batch's claimed record (``claim_stamp``) that still says running
+    when the batch ends without its summary (an interrupt in between): it
+    says ``status`` instead.  Nothing when it says anything else or cannot
+    be read."""
+    path = root / f"{stamp_}{suffix}"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(record, dict) and record.get("status") == "running":
+        record.update(status=status, reason=f"the batch ended ({status}) before its summary was written")
+        write_status(path, record, {"stamp": stamp_, "status": status})
 
 
 def write_config(run_dir: Path, spec: ExperimentSpec, run: dict) -> None:

@@ -44,8 +44,6 @@ from experiments.supervise import (
 from hosts.job import dump_job
 from topologies.network.testbed import TestbedNetwork
 
-INTERRUPTED = "interrupted by the user (SIGINT/SIGTERM)"
-
 
 def _utc(t: float | None = None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
@@ -147,7 +145,7 @@ class Runner:
             return RunResult(self.exp_dir / f"{self.stamp}-{variant}-rep{repeat}", variant, repeat, status="failed",
                              reason=_write_failure("cannot make the run directory", exc),
                              disk_full=is_disk_full(exc))
-        res = RunResult(run_dir, variant, repeat)
+        res = RunResult(run_dir, variant, repeat, dir_id=R.identity(run_dir))
         t_start = time.time()
         meta: dict[str, Any] = {
             "experiment": self.spec.name, "variant": variant, "repeat": repeat,
@@ -173,7 +171,7 @@ class Runner:
                 self.say(f"jitter: {run_dir.name} ended before these entries started, never applied: "
                          + ", ".join(res.jitter_not_applied))
         except KeyboardInterrupt:
-            res.status, res.reason = "interrupted", INTERRUPTED
+            res.status, res.reason = "interrupted", self.signals.reason
         except RunFailed as exc:
             res.status, res.reason = "failed", str(exc)
         except OSError as exc:
@@ -183,7 +181,10 @@ class Runner:
             res.status, res.reason = "failed", f"{type(exc).__name__}: {exc}"
         finally:
             if self.signals.interrupted and res.status != "interrupted":
-                res.status, res.reason = "interrupted", INTERRUPTED
+                res.status, res.reason = "interrupted", self.signals.reason
+            gone = R.lost(run_dir, res.dir_id) if res.status == "ok" else None
+            if gone:        # never an ok without its records
+                res.status, res.reason = "failed", gone
             self._write_meta(run_dir, res, meta, t_start)
         return res
 
@@ -204,7 +205,9 @@ class Runner:
             return
         self.say(f"meta: {problem}")
         if res.status == "ok":
-            res.status, res.reason, res.disk_full = "failed", f"disk full: {problem}", True
+            full = problem.disk_full          # else the directory went away or stopped being writable
+            why = "disk full: " if full else "a record could not be written: "
+            res.status, res.reason, res.disk_full = "failed", f"{why}{problem}", full
             R.write_status(run_dir / "meta.json", meta, {**short, "status": "failed", "reason": res.reason[:300]})
 
     def _run_network(self, plan: RunPlan, run_dir: Path, res: RunResult, meta: dict) -> None:

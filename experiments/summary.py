@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -33,6 +35,7 @@ from experiments.supervise import RunResult
 from experiments.tables import align, fmt
 from hosts import dcqcn
 from hosts.job import JobSpec
+from topologies.network import shield
 
 # kept for the callers that name them here; contract.exits is where they live
 EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED = (
@@ -315,8 +318,12 @@ def write_summary(exp_dir: Path, stamp: str, summ: dict, say: Callable[[str], No
 
 def report_command(exp_dir: Path, stamp: str) -> str:
     """The command that makes the batch's report (its run directories by the
-    batch's stamp, which no other batch holds)."""
-    return f"python3 -m analysis report --out {exp_dir / f'{stamp}-report'} {exp_dir}/{stamp}-*-rep*"
+    batch's stamp, which no other batch holds), to run as printed from
+    anywhere: this interpreter (the project's environment), absolute paths
+    quoted for the shell, the run directories' pattern left for it to expand."""
+    exp = Path(exp_dir).absolute()
+    return (f"{shlex.quote(sys.executable)} -m analysis report --out {shlex.quote(str(exp / f'{stamp}-report'))} "
+            f"{shlex.quote(str(exp))}/{stamp}-*-rep*")
 
 
 def _report(results: list[RunResult], exp_dir: Path, stamp: str, oracle_path: Path | None, signals: Signals,
@@ -358,6 +365,7 @@ def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, 
     exp_dir.mkdir(parents=True, exist_ok=True)
     if not signals.hurry:                   # a second Ctrl-C: the run list only, no analysis
         try:
+            shield.phase("analysis")        # (a test signals here)
             oracle, oracle_path = _oracle(spec, results, exp_dir, stamp, say)
             regime, _ = _regime(spec, exp_dir, stamp, say)
             analysed = analyse(results)

@@ -23,6 +23,7 @@ from contract import exits
 from contract.files import write_atomic
 from experiments.jitter.injector import Injector, InjectorError
 from hosts.job import JobSpec
+from topologies.network import shield
 
 REPO = Path(__file__).resolve().parents[1]
 POLL_S = 0.1                  # supervision period: deaths are noticed within ~0.1-0.3 s
@@ -57,6 +58,7 @@ class RunResult:
     fidelity: str | None = None       # ok | degraded (experiments/fidelity.py); None: not assessed
     agent_codes: dict[str, int | None] = field(default_factory=dict)
     jitter_not_applied: list[str] = field(default_factory=list)    # entries that start after the run ended
+    dir_id: tuple[int, int] | None = None     # the run directory as made (rundir.identity): gone if it changes
 
 
 @dataclass
@@ -170,6 +172,8 @@ def start_agents(net, jobs: tuple[JobSpec, ...], job_paths: dict[int, Path], age
                                           "--rank", str(r.rank), "--log-dir", str(log_dir), *barrier],
                                  stdout=fh, stderr=subprocess.STDOUT, cwd=str(REPO))
             agents.append(Agent(spec.job, r.rank, r.host, proc, log_dir / f"rank{r.rank}.jsonl", out))
+            if len(agents) == 1:
+                shield.phase("agents")      # (a test signals here: one agent started, the others not yet)
     return agents
 
 
@@ -214,6 +218,7 @@ def supervise(net, agents: list[Agent], injector: Injector, t0: float, deadline_
             if len(ready) == len(agents):
                 started = True
                 on_all_ready()
+                shield.phase("running")
         if started:
             try:
                 injector.tick()
@@ -248,6 +253,7 @@ def supervise(net, agents: list[Agent], injector: Injector, t0: float, deadline_
         poll = POLL_S if started else READY_POLL_S
         wait = poll if due is None else min(poll, max(0.0, due - injector.elapsed()))
         time.sleep(max(wait, 0.001))
+    shield.phase("records")        # every agent gone: the runner reads back, dumps the switches, tears down
     res.wrong = res.wrong or any(a.proc.returncode == exits.WRONG for a in agents)
     res.disk_full = res.disk_full or any(a.proc.returncode == exits.DISK_FULL for a in agents)
     if first_failure is not None:

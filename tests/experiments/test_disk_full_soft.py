@@ -73,6 +73,7 @@ def test_a_disk_that_fills_mid_run_ends_the_batch_with_one_line(tmp_path):
         (stamped,) = (out / "full").glob("*-summary.json")
         assert json.loads(stamped.read_text())["status"] == "incomplete"
         assert f"summary: {stamped}: not written (No space left on device); rewritten in place" in r.stderr
-        assert "disk full: no report; free some space, then make it with: python3 -m analysis report" in r.stdout
+        assert f"disk full: no report; free some space, then make it with: {sys.executable} -m analysis report" \
+            in r.stdout
         net_id = meta["network_id"]
     assert _left_behind(net_id) == []

@@ -8,7 +8,10 @@ import argparse
 import json
 import os
 import re
+import shlex
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -30,9 +33,12 @@ def batch(tmp_path, monkeypatch, fake_net):
     def run(spec, mode="ok", stamp=None, **net_kw):
         monkeypatch.setattr(RN.Runner, "_network", lambda self, plan, run_dir: fake_net(
             plan=plan, run_dir=run_dir, target=self.target, mode=mode, **net_kw))
-        args = argparse.Namespace(out=tmp_path / "out", fail_fast=False, no_report=False, target="soft")
+        args = argparse.Namespace(out=tmp_path / OUT, fail_fast=False, no_report=False, target="soft")
         return cli_run.run_points(args, [(None, spec)], stamp)
     return run
+
+
+OUT = "out dir"         # a space in --out: the printed commands must quote it
 
 
 def interrupt_here(*_, **__):
@@ -56,7 +62,7 @@ def test_ctrl_c_during_the_analysis_still_writes_the_summary(tmp_path, batch, fa
     monkeypatch.setattr(SU, "analyse", interrupt_here)
     code = batch(fake_spec(variants=["baseline"]))
     assert code == exits.INTERRUPTED
-    exp = tmp_path / "out" / "fake"
+    exp = tmp_path / OUT / "fake"
     (stamped,) = [s for n, s in summaries(exp).items() if n != "summary.json"]
     assert summaries(exp)["summary.json"] == stamped
     assert stamped["status"] == "interrupted" and [r["status"] for r in stamped["runs"]] == ["ok"]
@@ -64,19 +70,24 @@ def test_ctrl_c_during_the_analysis_still_writes_the_summary(tmp_path, batch, fa
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     hint = next(line for line in out.splitlines() if line.startswith("interrupted: no report"))
-    assert f"python3 -m analysis report --out {exp}/{stamped['stamp']}-report {exp}/{stamped['stamp']}-*-rep*" in hint
+    command = hint.split("make it with: ", 1)[1]
+    assert command.startswith(f"{shlex.quote(sys.executable)} -m analysis report --out ")
+    # as printed, by a shell, from elsewhere: the project's interpreter, the paths quoted
+    r = subprocess.run(["bash", "-c", command], cwd="/", capture_output=True, text=True, timeout=120)
+    assert r.returncode == exits.OK, r.stdout + r.stderr
+    assert (exp / f"{stamped['stamp']}-report" / "report.md").is_file()
 
 
 def test_ctrl_c_during_the_report_leaves_no_half_report(tmp_path, batch, fake_spec, monkeypatch, capsys):
     monkeypatch.setattr(AR, "make_plots", interrupt_here)
     code = batch(fake_spec(variants=["baseline"]))
     assert code == exits.INTERRUPTED
-    exp = tmp_path / "out" / "fake"
+    exp = tmp_path / OUT / "fake"
     s = summaries(exp)["summary.json"]
     assert s["status"] == "complete" and s["variants"]["baseline"]["runs_ok"] == 1     # analysed before the Ctrl-C
     assert not list(exp.glob("*report*")) and leftovers(tmp_path) == []
     out, err = capsys.readouterr()
-    assert "interrupted: no report; make it with: python3 -m analysis report" in out
+    assert f"interrupted: no report; make it with: {shlex.quote(sys.executable)} -m analysis report" in out
     assert "Traceback" not in out + err
 
 
@@ -86,7 +97,7 @@ def test_two_batches_of_one_second_keep_their_own_files(tmp_path, batch, fake_sp
     monkeypatch.setattr(R, "stamp", lambda now=None: "20990101T000000Z")
     assert batch(fake_spec(variants=["baseline"])) == exits.OK
     assert batch(fake_spec(variants=["baseline"])) == exits.OK
-    exp = tmp_path / "out" / "fake"
+    exp = tmp_path / OUT / "fake"
     names = sorted(p.name for p in exp.iterdir())
     batch_files = ["baseline-rep1", "oracle.json", "regime.json", "report", "summary.json"]
     assert names == [f"{s}-{f}" for s in ("20990101T000000Z", "20990101T000000Z.2") for f in batch_files] \
@@ -111,7 +122,7 @@ def test_a_stamp_is_claimed_exclusively(tmp_path):
 def test_an_agent_on_a_full_disk_fails_the_run_as_disk_full(tmp_path, batch, fake_spec, capsys):
     code = batch(fake_spec(repeats=2, variants=["baseline"]), mode="full")
     assert code == exits.DISK_FULL
-    exp = tmp_path / "out" / "fake"
+    exp = tmp_path / OUT / "fake"
     (run,) = [p for p in exp.iterdir() if p.name.endswith("-rep1")]    # the batch stopped: rep 2 never ran
     meta = json.loads((run / "meta.json").read_text())
     assert meta["status"] == "failed" and meta["wrong_result"] is False
@@ -144,7 +155,7 @@ def test_a_jitter_entry_after_the_run_is_reported_never_applied(tmp_path, batch,
     raw = fake_spec(variants=["baseline"]).as_dict()
     raw["jitter"].append({"kind": "rate", "rank": 0, "start_s": 500.0, "duration_s": 1.0, "fraction": 0.5})
     assert batch(C.resolve(raw)) == exits.OK
-    exp = tmp_path / "out" / "fake"
+    exp = tmp_path / OUT / "fake"
     (run,) = [p for p in exp.iterdir() if p.name.endswith("-rep1")]
     meta = json.loads((run / "meta.json").read_text())
     assert meta["status"] == "ok" and meta["jitter_not_applied"] == ["rate on h1-l1 at 500 s"]
@@ -158,7 +169,7 @@ def test_a_hung_switch_is_the_reason_not_the_jitter_action_it_stalls(tmp_path, b
     """The fake spine stops answering 0.05 s after the agents are up, before
     the squeeze ends: the run fails naming the switch, not the action."""
     assert batch(fake_spec(variants=["baseline"]), mode="hang", hang_after=0.05) == exits.FAILED
-    (run,) = [p for p in (tmp_path / "out" / "fake").iterdir() if p.name.endswith("-rep1")]
+    (run,) = [p for p in (tmp_path / OUT / "fake").iterdir() if p.name.endswith("-rep1")]
     meta = json.loads((run / "meta.json").read_text())
     assert re.fullmatch(r"switch p1 hung at t=\d+\.\ds: stopped \(process 4242 in state T: SIGSTOP or a debugger\)",
                         meta["reason"]), meta["reason"]

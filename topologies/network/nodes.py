@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -34,6 +35,17 @@ from topologies.switch.twin.client import TwinClient
 
 TWIN_START_TIMEOUT_S = 10.0
 BMV2_START_TIMEOUT_S = 10.0
+# a node's shell (mnexec, then bash) prints its first prompt within this (a
+# few ms on a well machine); each command it runs for the network (sysctls,
+# ARP entries, tc) answers within SHELL_COMMAND_S
+SHELL_START_S = 10.0
+SHELL_COMMAND_S = 60.0
+SHELL_POLL_S = 0.05
+PROMPT = chr(127)           # Mininet's shell prompt, the end of every command's output
+
+
+class ShellError(RuntimeError):
+    """A node's shell died or stopped answering (one line: the node, why)."""
 
 
 def quiet(*args: str) -> subprocess.CompletedProcess:
@@ -81,6 +93,74 @@ def wait_switch_ready(what: str, proc: subprocess.Popen, ready, waiting_for: str
         time.sleep(0.05)
 
 
+class BoundedShell:
+    """Mininet waits on a node's shell without a bound: its pty's other end
+    stays open in this process, so a shell that dies never ends the read (a
+    host whose `mnexec` failed, "remount: Invalid argument", held a run and
+    the suite for minutes).  Here every read of the shell waits at most
+    SHELL_START_S (its first prompt) or SHELL_COMMAND_S (a command), and a
+    shell that exits ends the wait at once: ShellError, naming the node, its
+    exit code and what it printed.  Before the Mininet base in the bases."""
+
+    _shell_deadline: float | None = None
+    _shell_said = ""
+
+    def startShell(self, mnopts=None):
+        self._shell_deadline = time.monotonic() + SHELL_START_S
+        self._shell_said = ""
+        try:
+            super().startShell(mnopts)
+        except ShellError:
+            self._close_pty()
+            raise
+        finally:
+            self._shell_deadline = None
+
+    def read(self, size=1024):
+        if self.readbuf:
+            return super().read(size)
+        starting = self._shell_deadline is not None
+        self._await_output(self._shell_deadline if starting else time.monotonic() + SHELL_COMMAND_S)
+        data = super().read(size)
+        if starting:
+            # Mininet's start-up loop polls without a bound after a read that
+            # did not end with the prompt: return only once more is readable
+            self._shell_said += data
+            if not data.endswith(PROMPT):
+                self._await_output(self._shell_deadline)
+        return data
+
+    def waitReadable(self, timeoutms=None):
+        if timeoutms is None and not self.readbuf:
+            self._await_output(time.monotonic() + SHELL_COMMAND_S)
+        return super().waitReadable(timeoutms)
+
+    def _await_output(self, deadline: float) -> None:
+        """Until the shell's pty has output; ShellError when the shell exits
+        first or the deadline passes."""
+        fd = self.stdout.fileno()
+        while not select.select([fd], [], [], SHELL_POLL_S)[0]:
+            code = self.shell.poll()
+            if code is not None:
+                said = " ".join((self._shell_said or "").split())[-300:] or "nothing"
+                raise ShellError(f"{self.name}: its shell ({self.shell.args[0]}) exited with code {code} "
+                                 f"{'as it started' if self._shell_deadline else 'during a command'}, "
+                                 f"saying: {said}")
+            if time.monotonic() > deadline:
+                raise ShellError(f"{self.name}: its shell (pid {self.shell.pid}) printed nothing for "
+                                 f"{SHELL_START_S if self._shell_deadline else SHELL_COMMAND_S:.0f} s")
+
+    def _close_pty(self) -> None:
+        """The pty and the shell of a node that never came up (Mininet does
+        not know the node yet, so its teardown cannot)."""
+        with contextlib.suppress(OSError):
+            self.stdin.close()
+        with contextlib.suppress(OSError):
+            os.close(self.slave)
+        if self.shell.poll() is None:
+            stop_child(self.shell, 1.0)
+
+
 class SymLink(Link):
     """A veth pair whose switch end gets the prefixed name."""
 
@@ -90,7 +170,7 @@ class SymLink(Link):
         return super().intfName(node, n)
 
 
-class SymHost(Host):
+class SymHost(BoundedShell, Host):
     """A host in its own namespace, set up for raw-frame switches: offloads
     off (else veth hands the switch 64 KB GSO frames with partial
     checksums), IPv6 off, the step-tag ports reserved."""
@@ -104,11 +184,12 @@ class SymHost(Host):
         return r
 
 
-class SwitchProcess:
+class SwitchProcess(BoundedShell):
     """What both switch classes add to their Mininet base: prefixed
     interface names, the switch process they start (``proc``, their own
     child: its exit code), stopped with SIGTERM, then SIGKILL after a grace
-    period.  Before the Mininet base in the bases."""
+    period; a shell whose waits are bounded (BoundedShell).  Before the
+    Mininet base in the bases."""
 
     net_id: str
     proc: subprocess.Popen | None = None

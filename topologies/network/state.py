@@ -313,6 +313,18 @@ def clean_state(path: Path, data: dict) -> list[str]:
     return done
 
 
+def leftovers(net_id: str, pids: list[dict] = (), state_dir: Path | None = None) -> list[str]:
+    """What of one network still exists: its namespaces (sym-<id>-...), its
+    interfaces (sym<id>...), its state file and socket directory, and the
+    recorded processes (``pids``: a state file's entries) still running."""
+    d = Path(state_dir or STATE_DIR)
+    left = [f"netns {ns}" for ns in list_netns() if ns.startswith(f"{PREFIX}-{net_id}-")]
+    left += [f"interface {name}" for name in list_links() if name.startswith(f"{PREFIX}{net_id}")]
+    left += [str(p) for p in (d / f"{net_id}.json", d / net_id) if p.exists()]
+    left += [f"pid {e['pid']} ({e.get('what', '?')})" for e in pids if alive(e["pid"], e.get("start"))]
+    return left
+
+
 def unused_id(state_dir: Path | None = None) -> str:
     """A lab id no live lab, network or state file uses (names are removed
     by prefix at teardown, so two users of one id would collide).  Only

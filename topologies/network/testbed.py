@@ -32,11 +32,11 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 
 from contract.files import write_atomic
-from topologies.network import health
+from topologies.network import health, shield
 from topologies.network.link_control import LinkControl, NetworkError
 from topologies.network.links import DEFAULT_MTU, LinkInfo, link_infos, mtu_for, netem_available
 from topologies.network.names import PREFIX, switch_ifname
-from topologies.network.nodes import SoftSwitch, SymHost, SymLink, bmv2_switch_class
+from topologies.network.nodes import ShellError, SoftSwitch, SymHost, SymLink, bmv2_switch_class
 from topologies.network.shell import remove_by_prefix
 from topologies.network.state import StateFile, kill_netns_processes, kill_pid, unused_id
 from topologies.spec.netem import NetemParams
@@ -49,6 +49,7 @@ from topologies.switch.targets import BMV2_JSON, bmv2_program_stale, resolve_tar
 
 HOST_PREFIX_LEN = 8           # hosts live in 10.0.0.0/8 (one subnet, static ARP)
 DEFAULT_ECN = EcnParams()
+KILLED_EXIT_S = 5.0           # a process SIGKILLed is gone by then (else it hangs in the kernel: said, not waited on)
 DEFAULT_SYMPHONY = SymphonyParams()
 
 
@@ -132,9 +133,13 @@ class TestbedNetwork:
             if stale:
                 raise NetworkError(stale)
         self.plans = cp.plan(self.topo, self.jobs, self.symphony, self._packet_bytes)
+        shield.remember(self)       # from here on a teardown is owed (shield.stop_live)
         self._install_sigterm()
         try:
             self._start()
+        except ShellError as exc:       # a node's shell died or hung: one line, as every other refusal
+            self.stop()
+            raise NetworkError(str(exc)) from None
         except BaseException:
             self.stop()
             raise
@@ -170,6 +175,7 @@ class TestbedNetwork:
                                capture_output=True, text=True)
             if r.returncode:
                 raise NetworkError(f"ip netns attach {self.netns_name(h.name)}: {r.stderr.strip()}")
+        shield.phase("network")        # (a test signals here: hosts up, switches not yet)
         for s in self.topo.switches:
             node = self.net.addSwitch(s.name, **self._switch_params(s))
             self.state.add_pid(node.pid, f"shell {s.name}")
@@ -313,22 +319,21 @@ class TestbedNetwork:
 
     # --- teardown ------------------------------------------------------------------
     def stop(self) -> None:
-        """Remove everything this network made; idempotent, signals held off
-        until it is done (a second Ctrl-C must not leave half a network)."""
-        if self._stopped:
-            return
-        self._stopped = True
-        blocked = {signal.SIGINT, signal.SIGTERM}
-        in_main = threading.current_thread() is threading.main_thread()
-        if in_main:
-            old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+        """Remove everything this network made; idempotent.  SIGINT and
+        SIGTERM wait until it is done, whichever thread receives them
+        (shield.held: a second Ctrl-C must not leave half a network); a stop
+        cut short before it could hold them (a signal in the very instant it
+        began) leaves the network live for the command's shield.stop_live()."""
         try:
-            self._teardown()
+            with shield.held():
+                if not self._stopped:
+                    self._teardown()
+                    self._stopped = True
+                    shield.forget(self)
         finally:
-            if in_main:
-                if self._old_sigterm is not None:
-                    signal.signal(signal.SIGTERM, self._old_sigterm)
-                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+            if self._old_sigterm is not None and threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, self._old_sigterm)
+                self._old_sigterm = None
 
     def _teardown(self) -> None:
         errors = []
@@ -341,7 +346,10 @@ class TestbedNetwork:
                 proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 kill_pid(proc.pid, None, signal.SIGKILL)
-                proc.wait()
+                try:
+                    proc.wait(KILLED_EXIT_S)
+                except subprocess.TimeoutExpired:
+                    errors.append(f"pid {proc.pid} still there {KILLED_EXIT_S:g} s after SIGKILL")
         for probe in self._probes.values():
             probe.close()
         for client in self.clients.values():
@@ -355,6 +363,7 @@ class TestbedNetwork:
                     sw.stop_process()
                 except Exception as exc:
                     errors.append(f"{sw.name}: {exc}")
+        shield.phase("teardown")       # (a test signals here: in the middle of it)
         if self.state is not None:
             # Mininet's own stop() deletes every interface through the node
             # shells, slowly; killing everything in the hosts' namespaces makes
