@@ -1,8 +1,9 @@
 """What the commands of ``python3 -m experiments`` share: their config's
-points, loaded the one way (experiments.config.load_points), the root and
-target checks, ``Refused`` (a one-line refusal with its exit code, which the
-dispatcher, experiments/cli.py, prints) and ``leave_nothing``, a command's
-last word on the networks it started."""
+points, loaded the one way (experiments.config.load_points, and for the
+commands that run agents experiments.feasible), the root and target checks,
+``Refused`` (a one-line refusal with its exit code, which the dispatcher,
+experiments/cli.py, prints) and ``leave_nothing``, a command's last word on
+the networks it started."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import time
 
 from contract import exits
 from experiments import config as C
+from experiments import feasible
 from topologies.network import shield
 from topologies.network.state import leftovers
 from topologies.switch.targets import TargetError, resolve_target
@@ -29,15 +31,32 @@ class Refused(Exception):
 
 def load(args, *, machine: bool) -> list[tuple[str | None, C.ExperimentSpec]]:
     """The command's points; Refused on any problem of the config.
-    machine: also check what a run asks of this machine (check, run)."""
+    machine: the commands that run agents (check, run) also check what a
+    run asks of this machine, and refuse what every run is sure to fail
+    (experiments.feasible); a run expected to take over an hour is warned
+    about on stderr, and the command goes on."""
     repeat = getattr(args, "repeat", None)
     if repeat is not None and repeat < 1:
         raise Refused("--repeat: must be >= 1")
     try:
-        return C.load_points(args.config, repeat=repeat, seed=getattr(args, "seed", None),
-                             sweep=getattr(args, "sweep", False), machine=machine)
+        points = C.load_points(args.config, repeat=repeat, seed=getattr(args, "seed", None),
+                               sweep=getattr(args, "sweep", False), machine=machine)
+        warnings = [w for _, spec in points for w in feasible.check(spec, _loss_applies(args))] if machine else []
     except C.ConfigError as exc:
         raise Refused(f"config error: {exc}") from None
+    for line in warnings:
+        print(line, file=sys.stderr)
+    return points
+
+
+def _loss_applies(args) -> bool:
+    """Whether netem loss is applied as loss on the command's target: not
+    on bmv2, which squeezes instead where the kernel lacks sch_netem (only
+    root can tell)."""
+    try:
+        return resolve_target(getattr(args, "target", "auto")) != "bmv2"
+    except TargetError:
+        return True
 
 
 def root_and_target(args) -> None:

@@ -29,6 +29,7 @@ STEP_SLACK_S = 5.0      # covers peers that start a few seconds apart
 RUN_SLACK_S = 15.0
 START_SLACK_S = 10.0    # extra for the run's first step: every agent must have started
 UNKNOWN_RATE_BPS = 10e6  # link rate assumed for deadlines when the job names none
+MAX_STRAGGLE_S = 3600.0  # a [[straggle]] delay (of one rank and iteration) is at most this
 # an agent's peak RSS with a tiny message: 36.7 MB measured; 4 MiB more than the
 # 40 MiB first set, which another machine of the same kind exceeded by 1 MiB
 AGENT_BASE_BYTES = 44 * 2**20
@@ -284,7 +285,7 @@ def parse_job(doc: dict) -> JobSpec:
         _no_unknown(s, ("rank", "iter", "delay_s"), where)
         rank = _int(s, "rank", where, 0, n - 1)
         it = _int(s, "iter", where, 0, iterations - 1)
-        delay = _num(s, "delay_s", where, 0.0, 3600.0)
+        delay = _num(s, "delay_s", where, 0.0, MAX_STRAGGLE_S)
         if delay is None:
             raise JobError(f"{where}delay_s: missing")
         straggle.append(Straggle(rank, it, delay))

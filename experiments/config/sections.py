@@ -11,6 +11,7 @@ from experiments.config import schema as S
 from experiments.config.schema import ConfigError
 from experiments.config.spec import RunnerParams
 from hosts.dcqcn import PRESET_NAMES
+from hosts.job import MAX_STRAGGLE_S
 from topologies.spec.netem import DISTRIBUTIONS, MAX_JITTER_MS
 from topologies.spec.placement import PLACEMENTS, JobRequest
 from topologies.spec.topo import KINDS, TopoParams
@@ -203,6 +204,10 @@ def jitter(i: int, raw: Any, jobs: list[dict]) -> dict[str, Any]:
         it = j.get("iter", 0)
         out["iter"] = S.pair(f"{p}.iter", it, an_iter) if isinstance(it, list) else an_iter(f"{p}.iter", it)
         out["delay_s"] = S.span(f"{p}.delay_s", S.required(p, j, "delay_s"), lo=0, lo_open=True)
+        if max(out["delay_s"] if isinstance(out["delay_s"], list) else [out["delay_s"]]) > MAX_STRAGGLE_S:
+            # the agents' job file refuses it: every run would fail as it starts
+            raise ConfigError(f"{p}.delay_s: at most {MAX_STRAGGLE_S:g} s (a straggle the agents' job file "
+                              f"accepts), got {j['delay_s']!r}")
         return out
     out["start_s"] = S.span(f"{p}.start_s", S.required(p, j, "start_s"), lo=0)
     out["duration_s"] = S.span(f"{p}.duration_s", S.required(p, j, "duration_s"), lo=0, lo_open=True)

@@ -1,0 +1,129 @@
+"""`check` (and `run`, before anything starts) refuses with one line and
+exit 2 every config that is sure to fail (issue 24, item 3; the rules:
+experiments/feasible.py), keeps its resolved TOML on stdout when it accepts,
+and warns on stderr, going on, when a run would take over an hour.  Each
+config below passed `check` and failed every run before."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from contract import exits
+from experiments import cli, feasible
+from experiments import config as C
+from tests.harness import REPO
+
+CI4 = (REPO / "experiments" / "configs" / "ci4.toml").read_text()
+VICTIM = (REPO / "experiments" / "configs" / "victim_straggle8.toml").read_text()
+
+
+def ci4(*changes: tuple[str, str], base: str = CI4) -> str:
+    text = base
+    for old, new in changes:
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+DEADLINES = 'transport = "udp"\n[jobs.deadlines]\n'
+SURE_TO_FAIL = {
+    # values the agents' own job file refuses (it used to fail every run at its start, exit 3)
+    "a straggle over an hour": (
+        ci4(("delay_s = 0.3", "delay_s = 4000")),
+        "config error: jitter[1].delay_s: at most 3600 s (a straggle the agents' job file accepts), got 4000"),
+    # a link delay of 1 s: the derived deadlines count no link delay
+    "a link delay of 1 s": (
+        ci4(("queue_depth_pkts = 64", "queue_depth_pkts = 64\nhost_delay_ms = 1000")),
+        "config error: jobs[0].deadlines.run_s: 18.18 s (derived: 10 x the run's bandwidth bound at the host link "
+        "rate + 15 s; link delays and a slower fabric are not counted: set [jobs.deadlines] run_s) is shorter than "
+        "the oracle's ideal run of job 1 (24.73 s, repeat 1) at the config's rates and delays: every run would "
+        "fail"),
+    # the same delay in the victim scenario: the fluid ideal fits, the transport's window does not
+    "a link delay of 1 s with a window of 16 packets": (
+        ci4(("host_rate_mbit = 20\n", "host_rate_mbit = 20\nhost_delay_ms = 1000\n"), base=VICTIM),
+        "config error: jobs[0].deadlines.step_s: 8.067 s (derived: 10 x a step's bandwidth bound at the host link "
+        "rate + 5 s; link delays and a slower fabric are not counted: set [jobs.deadlines] step_s) is shorter than "
+        "a step's least time (46 s) with the transport's window (191 packets of 1400 bytes, 16 in flight per round "
+        "trip of 4000 ms) at the config's delays: every run would fail"),
+    "a fabric at 0.01 Mbit/s": (
+        ci4(("fabric_rate_mbit = 10", "fabric_rate_mbit = 0.01")),
+        "config error: jobs[0].deadlines.step_s: 5.54 s (derived: 10 x a step's bandwidth bound at the host link "
+        "rate + 5 s; link delays and a slower fabric are not counted: set [jobs.deadlines] step_s) is shorter than "
+        "the oracle's ideal step (48.3 s: rank 1 waiting for step 7, repeat 1) at the config's rates and delays: "
+        "every run would fail"),
+    "every link at 0.01 Mbit/s": (
+        ci4(("host_rate_mbit = 10", "host_rate_mbit = 0.01"), ("fabric_rate_mbit = 10", "fabric_rate_mbit = 0.01")),
+        "config error: runner.run_deadline_s: 90 s is shorter than the oracle's ideal run of job 1 (576 s, repeat 1) "
+        "at the config's rates and delays: every run would fail"),
+    "a step deadline shorter than the ideal step": (
+        ci4(('transport = "udp"', DEADLINES + "step_s = 0.001")),
+        "config error: jobs[0].deadlines.step_s: 0.001 s is shorter than the oracle's ideal step (0.3539 s: rank 3 "
+        "waiting for step 6, repeat 1) at the config's rates and delays: every run would fail"),
+    "a run deadline shorter than the ideal run": (
+        ci4(('transport = "udp"', DEADLINES + "run_s = 0.5")),
+        "config error: jobs[0].deadlines.run_s: 0.5 s is shorter than the oracle's ideal run of job 1 (0.8978 s, "
+        "repeat 1) at the config's rates and delays: every run would fail"),
+    "netem loss of 100 % for the whole run": (
+        ci4() + '\n[[jitter]]\nkind = "netem"\nlink = "h1-l1"\nstart_s = 0\nduration_s = 1000\nloss_pct = 100\n',
+        "config error: jitter[2].loss_pct: 100 % loss on h1-l1 from 0 to 1000 s (repeat 1) keeps job 1's first step "
+        "from rank 0 to rank 1 from arriving within its deadline (15.54 s): every run would fail"),
+    "a straggle longer than the run deadline": (
+        ci4(("delay_s = 0.3", "delay_s = 200")),
+        "config error: jitter[1].delay_s: a straggle of 200 s (repeat 1) is no shorter than the runner's deadline "
+        "(90 s): every run would fail"),
+}
+
+
+def cli_lines(args, capsys) -> tuple[int, list[str], str]:
+    code = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, err.strip().splitlines(), out
+
+
+@pytest.mark.parametrize("what", sorted(SURE_TO_FAIL))
+def test_check_and_run_refuse_a_config_sure_to_fail_in_one_line(tmp_path, capsys, what):
+    text, line = SURE_TO_FAIL[what]
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    for command in ("check", "run"):        # run refuses it before anything starts (no root needed for that)
+        code, err, out = cli_lines([command, path], capsys)
+        assert (code, err, out) == (exits.USAGE, [line], ""), command
+
+
+def test_a_loss_the_runs_outlast_or_below_100_percent_is_accepted(tmp_path, capsys):
+    """Only what is sure: 99 % loss, or 100 % for less than a step's deadline, may still let a run through."""
+    for entry in ("loss_pct = 99\nduration_s = 1000", "loss_pct = 100\nduration_s = 2"):
+        path = tmp_path / "c.toml"
+        path.write_text(CI4 + f'\n[[jitter]]\nkind = "netem"\nlink = "h1-l1"\nstart_s = 0\n{entry}\n')
+        code, err, out = cli_lines(["check", path], capsys)
+        assert code == exits.OK and err == [], err
+        assert tomllib.loads(out)["jitter"][2]["kind"] == "netem"
+
+
+def test_every_shipped_config_is_accepted_without_a_word(capsys):
+    for path in sorted((REPO / "experiments" / "configs").glob("*.toml")):
+        code, err, out = cli_lines(["check", path], capsys)
+        assert code == exits.OK and err == [], (path.name, err)
+        assert tomllib.loads(out)["name"]
+
+
+def test_a_run_over_an_hour_is_warned_about_on_stderr_and_check_goes_on(tmp_path, capsys):
+    """50 MB x 10,000 iterations: derived deadlines of 69 days fit, so it
+    is no certain failure; its cost is said, the resolved config printed."""
+    path = tmp_path / "c.toml"
+    path.write_text(ci4(("message_bytes = 120000", "message_bytes = 50000000"),
+                        ("iterations = 2", "iterations = 10000"),
+                        ("run_deadline_s = 90", "run_deadline_s = 100000000")))
+    code, err, out = cli_lines(["check", path], capsys)
+    assert code == exits.OK
+    assert err == ["warning: a run of ci4 would take about 13.9 days (the oracle's ideal at the config's rates and "
+                   "delays, and about 5 s to set up and tear down); its 2 run(s): about 27.8 days; going on"]
+    assert tomllib.loads(out)["jobs"][0]["iterations"] == 10000
+
+
+def test_the_expected_wall_time_of_a_run_is_the_ideal_and_its_overhead():
+    spec = C.resolve(tomllib.loads(CI4))
+    a = feasible.assess(spec)
+    assert a.warnings == [] and a.run_s == pytest.approx(0.8978 + feasible.RUN_OVERHEAD_S, abs=1e-3)
