@@ -15,6 +15,10 @@ refused (ConfigError, one line naming the key), when in that ideal timeline:
   or the derived one: a multiple of the step's bandwidth bound at the host
   link rate, which counts neither link delays nor a slower fabric);
 - a job ends after its run deadline, or after the runner's;
+- the same, in closed form, of each step's least time: its smallest chunk
+  at the path's slowest rate and the path's delay, and for UDP the
+  transport's window (at most window_packets unacknowledged, an ACK back a
+  round trip of link delays later), which the fluid model leaves out;
 - 100 % netem loss on a link a ring flow crosses keeps the run's first step
   from arriving before that step's deadline (``loss_applies``: netem applied
   as loss, by tc or the twin; bmv2 without sch_netem squeezes instead).
@@ -46,6 +50,10 @@ STEP_BUDGET = 10_000        # step records per job modelled: about 0.5 s of the 
 # started, the switches dumped, the teardown (3-6 s measured on 2 cores)
 RUN_OVERHEAD_S = 5.0
 LONG_RUN_S = 3600.0         # a run expected to take longer is warned about
+# a deadline under this many times the ideal is warned about: measured
+# baselines took up to 1.3 times the oracle's (experiments/README.md)
+TIGHT_FACTOR = 1.5
+MIN_MODEL_RATE_MBIT = 0.001  # 1 kbit/s: a 1500-byte frame in 12 s; slower, the floors alone judge
 
 
 @dataclass(frozen=True)
@@ -72,8 +80,13 @@ def modelled_iterations(job: JobConfig) -> int:
 
 
 def schedule(spec: ExperimentSpec, repeat: int) -> list[dict]:
-    """A repeat's jitter events, netem left as netem (not modelled: a lower bound)."""
-    return J.apply_fallbacks(J.make_schedule(spec, repeat), VIA_TWIN)[0]
+    """A repeat's jitter events, netem left as netem (not modelled: a lower
+    bound); ConfigError for a schedule no run can make (a `pick` of a link
+    class the topology has none of: every run failed making it)."""
+    try:
+        return J.apply_fallbacks(J.make_schedule(spec, repeat), VIA_TWIN)[0]
+    except ValueError as exc:
+        raise ConfigError(f"jitter: {exc} (repeat {repeat}'s schedule)") from None
 
 
 def ideal(spec: ExperimentSpec, index: int, js: JobSpec, events: list[dict], done: dict | None = None) -> Ideal:
@@ -108,6 +121,7 @@ def assess(spec: ExperimentSpec, loss_applies: bool = True) -> Assessment:
     """check()'s verdict and the expected wall time of a run (the mean over
     the modelled repeats)."""
     per_run = []
+    tight: dict[str, str] = {}
     done: dict = {}
     for repeat in range(1, min(spec.repeats, MODELLED_REPEATS) + 1):
         events = schedule(spec, repeat)
@@ -117,18 +131,35 @@ def assess(spec: ExperimentSpec, loss_applies: bool = True) -> Assessment:
             raise ConfigError(f"jitter: repeat {repeat}'s job file: {exc}") from None
         wall = wall_deadline_s(spec, tuple(jobs))
         _straggles(spec, events, jobs, wall, repeat)
-        try:
-            ideals = [ideal(spec, i, js, events, done) for i, js in enumerate(jobs)]
-        except ModelError:
-            return Assessment(0.0, [])      # nothing the model can say (the network's start will)
-        if loss_applies:
-            _loss(spec, events, ideals, repeat)
-        for one in ideals:
-            _deadlines(spec, one, wall, repeat)
-            _window(spec, one, wall)
-        per_run.append(max(one.full_end_s for one in ideals) + RUN_OVERHEAD_S)
+        floors = [step_floor_s(spec, i, js) for i, js in enumerate(jobs)]
+        least = max(f[0] * js.iterations * 2 * (js.n_ranks - 1) for f, js in zip(floors, jobs, strict=True))
+        ends = [least]
+        if _modellable(spec, events):       # the model first: its ideal counts the flows' sharing
+            try:
+                ideals = [ideal(spec, i, js, events, done) for i, js in enumerate(jobs)]
+            except ModelError:
+                return Assessment(0.0, [])      # nothing the model can say (the network's start will)
+            if loss_applies:
+                _loss(spec, events, ideals, repeat)
+            for one in ideals:
+                _deadlines(spec, one, wall, repeat)
+                for line in _tight(one, wall, repeat):
+                    tight.setdefault(line.split(" (")[0], line)     # once per key, the first repeat's
+            ends += [one.full_end_s for one in ideals]
+        for i, js in enumerate(jobs):       # then what it leaves out: the transport's window
+            _floor(i, js, floors[i], wall)
+        per_run.append(max(ends) + RUN_OVERHEAD_S)
     run_s = mean(per_run)
-    return Assessment(run_s, _cost(spec, run_s))
+    return Assessment(run_s, [*tight.values(), *_cost(spec, run_s)])
+
+
+def _modellable(spec: ExperimentSpec, events: list[dict]) -> bool:
+    """Whether the flow model can take these rates: below MIN_MODEL_RATE_MBIT
+    (a link, or a squeeze) its float steps stop moving time forward (the
+    closed-form floors judge such a config alone)."""
+    rates = [link.rate_mbit for link in spec.topo.links]
+    rates += [ev["params"]["rate_mbit"] for ev in events if ev["applied_as"] == "rate"]
+    return min(rates) >= MIN_MODEL_RATE_MBIT
 
 
 def _derived(js: JobSpec, key: str) -> str:
@@ -173,49 +204,71 @@ def _deadlines(spec: ExperimentSpec, one: Ideal, wall: float, repeat: int) -> No
                           f"job {js.job} ({one.end_s:.4g} s, repeat {repeat}) {ideal_at}")
 
 
-def window_floor_s(spec: ExperimentSpec, index: int, js: JobSpec) -> tuple[float, str]:
-    """The least time a step of a UDP job takes with its transport's
-    window: no more than window_packets are unacknowledged, an ACK comes
-    back a round trip of link delays after its packet left, so a chunk of P
-    packets takes (ceil(P / W) - 1) round trips and a one-way delay.  The
-    ring edge where that is least (its smallest chunk); 0 for TCP (the
-    kernel's window grows).  And how it was reached, for a message."""
+def _tight(one: Ideal, wall: float, repeat: int) -> list[str]:
+    """Deadlines a run meets only if it keeps within TIGHT_FACTOR of the
+    ideal: warnings (a run may fail; not sure to)."""
+    js, out = one.spec, []
+    step_s, run_s = derived_deadlines(js)
+    worst = max((s.end_s - s.start_s for s in one.model.steps if s.step > 0), default=0.0)
+    end = one.full_end_s
+    for limit, key, what in ((step_s, f"jobs[{one.index}].deadlines.step_s", ("step", worst)),
+                             (run_s, f"jobs[{one.index}].deadlines.run_s", ("run", end)),
+                             (wall, "runner.run_deadline_s", ("run", end))):
+        if limit < TIGHT_FACTOR * what[1]:
+            out.append(f"warning: {key} ({limit:.4g} s) is less than {TIGHT_FACTOR:g} x the oracle's ideal {what[0]} "
+                       f"of job {js.job} ({what[1]:.4g} s, repeat {repeat}): runs have taken up to 1.3 x the ideal, "
+                       "their agents seconds to start, so a run may fail; going on")
+    return out
+
+
+def step_floor_s(spec: ExperimentSpec, index: int, js: JobSpec) -> tuple[float, str]:
+    """The least time any step of jobs[index] takes, in closed form: on each
+    ring edge its smallest chunk at the path's slowest nominal rate plus the
+    path's delay, and for UDP the transport's window (no more than
+    window_packets unacknowledged, each ACK back a round trip of link delays
+    after its packet left: a chunk of P packets takes ceil(P / W) - 1 round
+    trips and a one-way delay); the edge where that is least.  And what
+    bound it, for a message."""
     job = spec.jobs[index]
-    if js.transport != "udp":
-        return 0.0, ""
-    delay = {link.id: link.delay_s for link in model_links(spec.topo)}
+    links = {link.id: link for link in model_links(spec.topo)}
     table = next_ports(spec.topo)
     chunk = js.n_elems // js.n_ranks * ITEM
     packets = max(1, math.ceil(chunk / js.udp.payload_bytes))
-    rounds = math.ceil(packets / js.udp.window_packets) - 1
+    rounds = math.ceil(packets / js.udp.window_packets) - 1 if js.transport == "udp" else 0
     best = (math.inf, "")
     for r, src in enumerate(job.hosts):
         dst = job.hosts[(r + 1) % len(job.hosts)]
-        there = sum(delay[x] for x in host_path(spec.topo, src, dst, table))
-        back = sum(delay[x] for x in host_path(spec.topo, dst, src, table))
-        floor = rounds * (there + back) + there
-        best = min(best, (floor, f"{packets} packets of {js.udp.payload_bytes} bytes, {js.udp.window_packets} "
-                                 f"in flight per round trip of {(there + back) * 1e3:g} ms"))
+        there = host_path(spec.topo, src, dst, table)
+        delay = sum(links[x].delay_s for x in there)
+        back = sum(links[x].delay_s for x in host_path(spec.topo, dst, src, table))
+        rate = min(links[x].rate_bps for x in there)
+        sending = chunk * 8 / rate + delay
+        window = rounds * (delay + back) + delay
+        edge = max((sending, f"at the path's rate ({chunk} bytes at {rate / 1e6:g} Mbit/s, "
+                             f"{delay * 1e3:g} ms of link delay)"),
+                   (window, f"with the transport's window ({packets} packets of {js.udp.payload_bytes} bytes, "
+                            f"{js.udp.window_packets} in flight per round trip of {(delay + back) * 1e3:g} ms)"),
+                   key=lambda x: x[0])
+        best = min(best, edge, key=lambda x: x[0])
     return best
 
 
-def _window(spec: ExperimentSpec, one: Ideal, wall: float) -> None:
-    """Deadlines the transport's window cannot meet: every step of the run
-    waits its floor (window_floor_s) at least, one after the other."""
-    js, where = one.spec, f"jobs[{one.index}].deadlines"
-    floor, how = window_floor_s(spec, one.index, js)
-    if floor <= 0:
-        return
+def _floor(one_index: int, js: JobSpec, floor: tuple[float, str], wall: float) -> None:
+    """Deadlines no run can meet by the closed-form floor of its steps
+    (step_floor_s): every step's earliest starter waits it at least, and the
+    earliest start of each step is that much after the step before's."""
+    step, how = floor
+    where = f"jobs[{one_index}].deadlines"
     step_s, run_s = derived_deadlines(js)
-    run = floor * js.iterations * 2 * (js.n_ranks - 1)
-    said = f"with the transport's window ({how}) at the config's delays: every run would fail"
-    if floor > step_s:         # every step's first starter waits it, and a run has two steps at least
+    steps = js.iterations * 2 * (js.n_ranks - 1)
+    said = f"{how}: every run would fail"
+    if step > step_s:           # a run has two steps at least: the second has no start-up slack
         raise ConfigError(f"{where}.step_s: {step_s:.4g} s{_derived(js, 'step_s')} is shorter than a step's least "
-                          f"time ({floor:.4g} s) {said}")
-    for limit, key in ((run_s, f"{where}.run_s"), (wall, "runner.run_deadline_s")):
-        if run > limit:
-            raise ConfigError(f"{key}: {limit:.4g} s is shorter than the run's least time ({run:.4g} s: "
-                              f"{js.iterations * 2 * (js.n_ranks - 1)} steps of {floor:.4g} s) {said}")
+                          f"time ({step:.4g} s) {said}")
+    for limit, key, note in ((run_s, f"{where}.run_s", _derived(js, "run_s")), (wall, "runner.run_deadline_s", "")):
+        if step * steps > limit:
+            raise ConfigError(f"{key}: {limit:.4g} s{note} is shorter than the run's least time ({step * steps:.4g} s: "
+                              f"{steps} steps of {step:.4g} s) {said}")
 
 
 def _loss(spec: ExperimentSpec, events: list[dict], ideals: list[Ideal], repeat: int) -> None:

@@ -46,12 +46,19 @@ SURE_TO_FAIL = {
         "config error: jobs[0].deadlines.step_s: 8.067 s (derived: 10 x a step's bandwidth bound at the host link "
         "rate + 5 s; link delays and a slower fabric are not counted: set [jobs.deadlines] step_s) is shorter than "
         "a step's least time (46 s) with the transport's window (191 packets of 1400 bytes, 16 in flight per round "
-        "trip of 4000 ms) at the config's delays: every run would fail"),
+        "trip of 4000 ms): every run would fail"),
     "a fabric at 0.01 Mbit/s": (
         ci4(("fabric_rate_mbit = 10", "fabric_rate_mbit = 0.01")),
         "config error: jobs[0].deadlines.step_s: 5.54 s (derived: 10 x a step's bandwidth bound at the host link "
         "rate + 5 s; link delays and a slower fabric are not counted: set [jobs.deadlines] step_s) is shorter than "
         "the oracle's ideal step (48.3 s: rank 1 waiting for step 7, repeat 1) at the config's rates and delays: "
+        "every run would fail"),
+    # so slow that the flow model cannot take it (its float steps stop): the closed-form floor, at once
+    "a fabric at 1e-9 Mbit/s": (
+        ci4(("fabric_rate_mbit = 10", "fabric_rate_mbit = 1e-9")),
+        "config error: jobs[0].deadlines.step_s: 5.54 s (derived: 10 x a step's bandwidth bound at the host link "
+        "rate + 5 s; link delays and a slower fabric are not counted: set [jobs.deadlines] step_s) is shorter than "
+        "a step's least time (2.4e+08 s) at the path's rate (30000 bytes at 1e-09 Mbit/s, 0 ms of link delay): "
         "every run would fail"),
     "every link at 0.01 Mbit/s": (
         ci4(("host_rate_mbit = 10", "host_rate_mbit = 0.01"), ("fabric_rate_mbit = 10", "fabric_rate_mbit = 0.01")),
@@ -69,6 +76,11 @@ SURE_TO_FAIL = {
         ci4() + '\n[[jitter]]\nkind = "netem"\nlink = "h1-l1"\nstart_s = 0\nduration_s = 1000\nloss_pct = 100\n',
         "config error: jitter[2].loss_pct: 100 % loss on h1-l1 from 0 to 1000 s (repeat 1) keeps job 1's first step "
         "from rank 0 to rank 1 from arriving within its deadline (15.54 s): every run would fail"),
+    # every run failed making its jitter schedule
+    "a jitter entry picking a link class the topology lacks": (
+        (REPO / "experiments" / "configs" / "nohelp_star.toml").read_text()
+        + '\n[[jitter]]\nkind = "rate"\npick = "fabric"\nstart_s = 0\nduration_s = 1\nfraction = 0.5\n',
+        "config error: jitter: no fabric link to pick from in this topology (repeat 1's schedule)"),
     "a straggle longer than the run deadline": (
         ci4(("delay_s = 0.3", "delay_s = 200")),
         "config error: jitter[1].delay_s: a straggle of 200 s (repeat 1) is no shorter than the runner's deadline "
@@ -121,6 +133,19 @@ def test_a_run_over_an_hour_is_warned_about_on_stderr_and_check_goes_on(tmp_path
     assert err == ["warning: a run of ci4 would take about 13.9 days (the oracle's ideal at the config's rates and "
                    "delays, and about 5 s to set up and tear down); its 2 run(s): about 27.8 days; going on"]
     assert tomllib.loads(out)["jobs"][0]["iterations"] == 10000
+
+
+def test_a_deadline_close_to_the_ideal_is_a_warning_not_a_refusal(tmp_path, capsys):
+    """nohelp_straggler's run ideally takes 8.48 s; with 10 s for the runner
+    a run may fail (one did in the fuzzing), but need not: warned about."""
+    path = tmp_path / "c.toml"
+    path.write_text(ci4(("run_deadline_s = 120", "run_deadline_s = 10"),
+                        base=(REPO / "experiments" / "configs" / "nohelp_straggler.toml").read_text()))
+    code, err, out = cli_lines(["check", path], capsys)
+    assert code == exits.OK and tomllib.loads(out)["runner"]["run_deadline_s"] == 10
+    assert err == ["warning: runner.run_deadline_s (10 s) is less than 1.5 x the oracle's ideal run of job 1 (8.48 s, "
+                   "repeat 1): runs have taken up to 1.3 x the ideal, their agents seconds to start, so a run may "
+                   "fail; going on"]
 
 
 def test_the_expected_wall_time_of_a_run_is_the_ideal_and_its_overhead():
