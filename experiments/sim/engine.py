@@ -16,13 +16,14 @@ from collections.abc import Callable
 
 
 class Engine:
-    __slots__ = ("now", "events", "_q", "_seq")
+    __slots__ = ("now", "events", "_q", "_seq", "_stopped")
 
     def __init__(self):
         self.now = 0.0
         self.events = 0          # events run so far
         self._q: list = []
         self._seq = 0
+        self._stopped = False
 
     def at(self, t: float, fn: Callable, *args) -> None:
         """Run fn(*args) at time t (now, if t has passed)."""
@@ -32,18 +33,27 @@ class Engine:
     def clock(self) -> float:
         return self.now
 
-    def run(self, until: float = math.inf, stop: Callable[[], bool] | None = None) -> None:
-        """Run events in order until none is left, the next is after `until`,
-        or stop() says so (asked after each event)."""
+    def stop(self) -> None:
+        """End run() once the event in progress returns."""
+        self._stopped = True
+
+    def run(self, until: float = math.inf) -> None:
+        """Run events in order until none is left, the next is after
+        `until`, or an event calls stop()."""
         q = self._q
         pop = heapq.heappop
-        while q and q[0][0] <= until:
-            t, _, fn, args = pop(q)
-            self.now = t
-            self.events += 1
-            fn(*args)
-            if stop is not None and stop():
-                return
+        self._stopped = False
+        n = 0
+        try:
+            while q and q[0][0] <= until:
+                t, _, fn, args = pop(q)
+                self.now = t
+                n += 1
+                fn(*args)
+                if self._stopped:
+                    return
+        finally:
+            self.events += n
 
     def pending(self) -> int:
         return len(self._q)

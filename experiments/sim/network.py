@@ -1,10 +1,17 @@
 """The simulated network of a run plan: a SimHost per host, a SimSwitch per
 switch, a wire per direction of every link, the control plane's own plan
-installed through the twin's own control handler, link delays where the
-twin holds them (topologies.spec.netem.delay_points), and the two changes a
+installed through the twin's own control handler, and the two changes a
 jitter schedule makes (set_link_rate, set_link_netem) with the meaning they
 have in the emulation (topologies.network.link_control).  ``SimCross`` sends
 a cross-traffic entry's datagrams as the blaster paces them.
+
+A link's delay is its wires' propagation delay.  The twin holds it in a
+delay line at each switch end (topologies.spec.netem.delay_points), which
+does the same to a frame: a fixed delay draws nothing, keeps the order and
+loses nothing (while fewer frames are in flight than netem's limit); the
+wire costs no event of its own.  Where a netem entry adds jitter, loss or
+reordering, the twin's own delay lines take the link over, as in the
+emulation, until it ends.
 """
 
 from __future__ import annotations
@@ -61,6 +68,11 @@ class SimNetwork:
             if link.delay_ms:
                 self.set_link_netem(link.name)
 
+    def _set_wire_delay(self, link: str, delay_s: float) -> None:
+        spec = self.topo.link(link)
+        self._node(spec.node1).set_delay(spec.port1, delay_s)
+        self._node(spec.node2).set_delay(spec.port2, delay_s)
+
     def _node(self, name: str):
         return self.switches.get(name) or self.hosts[name]
 
@@ -82,7 +94,7 @@ class SimNetwork:
         for node, port in ((spec.node1, spec.port1), (spec.node2, spec.port2)):
             if node in self.switches:
                 cp.set_port_rate(self.clients[node], port, rate_mbit, RATE_UNIT)
-                self.switches[node]._schedule(self.engine.now)
+                self.switches[node].rate_changed(port)
             else:
                 self.hosts[node].nic.set_rate_bps(rate_mbit * 1e6)
                 self.hosts[node].waker.wake_at(self.engine.now)
@@ -94,8 +106,13 @@ class SimNetwork:
         in the switches' delay lines; delay None: the link's own delay."""
         delay = self.topo.link(link).delay_ms if delay_ms is None else delay_ms
         p = NetemParams(delay, jitter_ms, loss_pct, distribution, correlation_pct, reorder_pct)
+        fixed = p.delay_only
+        self._set_wire_delay(link, delay / 1e3 if fixed else 0.0)
+        lines = NetemParams() if fixed else p       # a fixed delay is the wire's (module docstring)
         for switch, port, direction in delay_points(self.topo, link):
-            self.clients[switch].set_netem(p, port, direction)
+            if fixed and port not in self.switches[switch].lines[direction]:
+                continue
+            self.clients[switch].set_netem(lines, port, direction)
 
     # --- records ------------------------------------------------------------------
     def dump_switches(self, out_dir) -> dict:

@@ -62,16 +62,18 @@ class SimRun:
                 self.ranks.append(SimRank(self.engine, self.net, spec, r, log_dir, data, self._exited))
         self.injector = Injector(self.net, list(plan.schedule), run_dir / "jitter_applied.jsonl",
                                  clock=self.engine.clock, wall_ns=virtual_ns(self.engine), cross=SimCross(self.net))
-        self.grace_until = float("inf")
+        self.running = len(self.ranks)
 
     def _exited(self, rank: SimRank) -> None:
-        if rank.code != exits.OK and not self.failed:
-            self.grace_until = self.engine.now + AGENT_GRACE_S
+        """As the runner's supervision: once every agent has exited the run
+        is over; after the first failure the others get AGENT_GRACE_S."""
+        self.running -= 1
         if rank.code != exits.OK:
+            if not self.failed:
+                self.engine.at(self.engine.now + AGENT_GRACE_S, self.engine.stop)
             self.failed.append(rank)
-
-    def _over(self) -> bool:
-        return all(r.done for r in self.ranks) or self.engine.now > self.grace_until
+        if not self.running:
+            self.engine.stop()
 
     def run(self, deadline_s: float) -> None:
         """Everything until the agents are done, one failed and the others
@@ -82,7 +84,7 @@ class SimRun:
             engine.at(t, self.injector.tick)
         for r in self.ranks:
             r.start(0.0)
-        engine.run(until=deadline_s, stop=self._over)
+        engine.run(until=deadline_s)
 
     def close(self) -> list[str]:
         for r in self.ranks:

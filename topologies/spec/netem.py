@@ -59,6 +59,12 @@ class NetemParams:
         """False when it does nothing (all zero): no delay line, no qdisc."""
         return bool(self.delay_ms or self.jitter_ms or self.loss_pct or self.reorder_pct)
 
+    @property
+    def delay_only(self) -> bool:
+        """Only a fixed delay: every frame gets exactly delay_ms, in order,
+        nothing lost, no random draw (a propagation delay)."""
+        return not (self.jitter_ms or self.loss_pct or self.reorder_pct)
+
     def as_dict(self) -> dict:
         return asdict(self)
 

@@ -26,12 +26,13 @@ def test_an_event_in_the_past_runs_now_and_until_stops_before_later_ones():
     assert seen == [("one", 1.0), ("late", 1.0)] and e.pending() == 1
 
 
-def test_stop_is_asked_after_each_event():
+def test_an_event_can_stop_the_run():
     e = Engine()
     for t in range(10):
         e.at(float(t), lambda: None)
-    e.run(stop=lambda: e.now >= 3)
-    assert e.now == 3.0 and e.pending() == 6
+    e.at(3.0, e.stop)
+    e.run()
+    assert e.now == 3.0 and e.pending() == 6 and e.events == 5
 
 
 def test_waker_keeps_the_earliest_request_and_calls_once_per_due_time():

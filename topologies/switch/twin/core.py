@@ -124,12 +124,18 @@ class SwitchCore:
         return d
 
     # --- data path --------------------------------------------------------------
+    def held(self, kind: str, port: int) -> None:
+        """A queue ("queue") or delay line ("ingress", "egress") of `port`
+        took a frame: a hook for a caller that wakes each one when it is
+        due (the simulation); the process's loop looks at all of them."""
+
     def arrive(self, port: int, frame: bytes, now: float) -> None:
         """A received frame: into the port's ingress delay line, or on."""
         self.stats[port]["rx"] += 1
         line = self.lines["ingress"].get(port)
         if line is not None and line.active:
             line.push(frame, now)
+            self.held("ingress", port)
         else:
             self.forward(port, frame, now)
 
@@ -149,12 +155,14 @@ class SwitchCore:
             self.leave(pkt.egress_port, out, now)     # unlimited and idle: straight on
         else:
             q.push(out, now)
+            self.held("queue", pkt.egress_port)
 
     def leave(self, port: int, frame: bytes, now: float) -> None:
         """A frame the queue let go: into the port's delay line, or out."""
         line = self.lines["egress"].get(port)
         if line is not None and line.active:
             line.push(frame, now)
+            self.held("egress", port)
         else:
             self.transmit(port, frame, now)
 
@@ -166,16 +174,31 @@ class SwitchCore:
     def drain(self, now: float) -> None:
         """Everything due by now: held ingress frames into the pipeline,
         queued frames out of their queues, delayed frames out of the switch."""
-        for port, line in self.lines["ingress"].items():
-            for frame in line.pop_due(now):
-                self.forward(port, frame, now)
+        for port in self.lines["ingress"]:
+            self.drain_line("ingress", port, now)
         for port, q in self.queues.items():
             if q.q:
-                for frame in q.pop_due(now):
-                    self.leave(port, frame, now)
-        for port, line in self.lines["egress"].items():
+                self.drain_queue(port, now)
+        for port in self.lines["egress"]:
+            self.drain_line("egress", port, now)
+
+    def drain_queue(self, port: int, now: float) -> None:
+        for frame in self.queues[port].pop_due(now):
+            self.leave(port, frame, now)
+
+    def drain_line(self, direction: str, port: int, now: float) -> None:
+        line = self.lines[direction][port]
+        if direction == "ingress":
+            for frame in line.pop_due(now):
+                self.forward(port, frame, now)
+        else:
             for frame in line.pop_due(now):
                 self.transmit(port, frame, now)
+
+    def due(self, kind: str, port: int) -> float | None:
+        """When a queue ("queue") or delay line ("ingress", "egress") of
+        `port` next has something due; None when it holds nothing."""
+        return (self.queues[port] if kind == "queue" else self.lines[kind][port]).deadline()
 
     def deadlines(self):
         """(kind, when) of every queue ("queue") and delay line ("line")

@@ -36,36 +36,41 @@ ETH_LEN, IPV4_LEN, UDP_LEN, TCP_LEN = 14, 20, 8, 20
 QDEPTH_MAX = (1 << N.QDEPTH_BITS) - 1
 
 _HDR10 = struct.Struct("!10H")
+# per mode (tcp 0 or 1): the tag's mask and half range, and the step window
+_MASK = (N.tag_mask(False), N.tag_mask(True))
+_HALF = (N.tag_half(False), N.tag_half(True))
+_WINDOW = (N.step_window(False), N.step_window(True))
 
 
 def after(a: int, b: int, tcp: bool | int = False) -> bool:
     """Serial-number 'a is after b' on the mode's tag (P4's SYM_AFTER,
     SYM_AFTER_DSCP when tcp)."""
-    d = (a - b) & N.tag_mask(tcp)
-    return d != 0 and d < N.tag_half(tcp)
+    d = (a - b) & _MASK[tcp]
+    return d != 0 and d < _HALF[tcp]
 
 
 def step_move(step: int, newest: int, tcp: bool | int = False) -> str:
     """What a tracked packet's tag is to its flow's newest step (P4's
     SYM_NEW / SYM_JUMP, and their _DSCP forms when tcp): "new" when 1..window
     after it, "jump" when more than the window away either way, else "old"."""
-    mask, window = N.tag_mask(tcp), N.step_window(tcp)
+    mask, window = _MASK[tcp], _WINDOW[tcp]
     d = (step - newest) & mask
     if 0 < d <= window:
         return "new"
     return "jump" if window < d < mask + 1 - window else "old"
 
 
-def ipv4_checksum(hdr: bytes | bytearray) -> int:
-    """Internet checksum of a 20-byte IPv4 header with its checksum field zero."""
-    words = _HDR10.unpack(bytes(hdr[:10]) + b"\0\0" + bytes(hdr[12:20]))
-    s = sum(words)
+def ipv4_checksum(hdr: bytes | bytearray, offset: int = 0) -> int:
+    """Internet checksum of the 20-byte IPv4 header at `offset`, as if its
+    checksum field were zero."""
+    words = _HDR10.unpack_from(hdr, offset)
+    s = sum(words) - words[5]
     s = (s & 0xFFFF) + (s >> 16)
     s = (s & 0xFFFF) + (s >> 16)
     return ~s & 0xFFFF
 
 
-@dataclass
+@dataclass(slots=True)
 class Packet:
     """One packet between ingress and egress: the frame and its metadata."""
     frame: bytearray
@@ -259,8 +264,8 @@ class Pipeline:
         if pkt.complete and after(step, current, tcp):
             current = self._frontier[job_slot] = step
         pkt.frontier = current
-        ahead = (step - current) & N.tag_mask(tcp)
-        pkt.outpacing = ahead < N.tag_half(tcp) and ahead > threshold and not pkt.jump
+        ahead = (step - current) & _MASK[tcp]
+        pkt.outpacing = ahead < _HALF[tcp] and ahead > threshold and not pkt.jump
 
     def egress(self, pkt: Packet, qdepth: int) -> bytes:
         """Egress with the queue depth the packet saw at enqueue (packets),
@@ -287,7 +292,7 @@ class Pipeline:
                     self._count(N.FLOW_QUEUE_MARKS, pkt.flow_id, n)
             if pkt.sym_mark:
                 self._count(N.SYM_MARKS, pkt.flow_id, n)
-        buf[24:26] = ipv4_checksum(buf[14:34]).to_bytes(2, "big")
+        buf[24:26] = ipv4_checksum(buf, 14).to_bytes(2, "big")
         return bytes(buf)
 
     def _count(self, name: str, index: int, length: int) -> None:

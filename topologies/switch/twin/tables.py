@@ -71,6 +71,7 @@ class Table:
     ranges: list = field(default_factory=list)     # (prio, lo, hi, handle, Entry)
     handles: dict = field(default_factory=dict)    # handle -> how to remove it
     next_handle: int = 0
+    range_hits: dict = field(default_factory=dict)  # value -> lookup_range's answer, until the table changes
 
     def __post_init__(self):
         # the program's default action (sym_ecn's with its default parameters)
@@ -137,6 +138,7 @@ class Table:
                 raise TwinError(f"table {spec.name}: empty range {match_keys[0]!r}")
             self.ranges.append((int(prio), lo, hi, handle, Entry(action, values, int(prio))))
             self.ranges.sort(key=lambda r: (r[0], r[3]))
+            self.range_hits.clear()
             self.handles[handle] = ("range", handle)
         else:
             raise TwinError(f"table {spec.name}: match kind {kind} not supported by the twin")
@@ -152,6 +154,7 @@ class Table:
         self.lpm.clear()
         self.lpm_lengths = []
         self.ranges.clear()
+        self.range_hits.clear()
         self.handles.clear()
 
     # --- lookups (data path) ----------------------------------------------
@@ -164,11 +167,20 @@ class Table:
 
     def lookup_range(self, value: int) -> Entry | None:
         # BMv2: among matching entries the lowest priority value wins; the
-        # control plane installs non-overlapping ranges, so the rule rarely matters
+        # control plane installs non-overlapping ranges, so the rule rarely
+        # matters.  The answer per value is kept until the table changes: the
+        # key is a queue depth, a few hundred values at most, looked up per packet
+        try:
+            return self.range_hits[value]
+        except KeyError:
+            pass
+        hit = None
         for _, lo, hi, _, entry in self.ranges:
             if lo <= value <= hi:
-                return entry
-        return None
+                hit = entry
+                break
+        self.range_hits[value] = hit
+        return hit
 
     def entries(self) -> list[dict]:
         """What is installed, for dumps."""
