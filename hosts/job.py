@@ -34,6 +34,11 @@ MAX_STRAGGLE_S = 3600.0  # a [[straggle]] delay (of one rank and iteration) is a
 # 40 MiB first set, which another machine of the same kind exceeded by 1 MiB
 AGENT_BASE_BYTES = 44 * 2**20
 PRECOMPUTE_BYTES = 64 << 20    # inputs and references computed before the first step up to this size
+# A message as large as a deployment's, scaled (the simulation carries no
+# data then); its chunk must fit the wire's 32-bit offsets.  What an agent
+# holding data can do is the machine's memory's to say (experiments.config.machine).
+MAX_MESSAGE_BYTES = 2**40
+MAX_CHUNK_BYTES = 2**32
 DEFAULT_PRESET = "emulation"
 # the [dcqcn] keys that are not overrides of a DcqcnParams field
 DCQCN_KEYS = ("preset", "line_rate_mbit", "step_ms", "timer_floor_ms")
@@ -266,9 +271,12 @@ def parse_job(doc: dict) -> JobSpec:
         ranks.append(RankSpec(rank, ip, host))
     n = len(ranks)
 
-    message_bytes = _int(doc, "message_bytes", "", ring.ITEM * n, 2**31)
+    message_bytes = _int(doc, "message_bytes", "", ring.ITEM * n, MAX_MESSAGE_BYTES)
     if message_bytes % ring.ITEM:
         raise JobError(f"message_bytes: {message_bytes} is not a multiple of {ring.ITEM} (float32)")
+    if message_bytes // n >= MAX_CHUNK_BYTES:
+        raise JobError(f"message_bytes: {message_bytes} over {n} ranks makes chunks of {message_bytes // n} bytes; "
+                       f"a step's offsets are 32-bit, so a chunk must stay below {MAX_CHUNK_BYTES}")
 
     udp = _params(UdpParams, _table(doc, "udp"), "udp.")
     faults = _params(FaultParams, _table(doc, "faults"), "faults.")

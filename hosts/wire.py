@@ -12,7 +12,7 @@ from typing import NamedTuple
 # Every packet starts with the same 12 bytes: magic, version, type, job, the
 # rank that sent it, and the global step it belongs to.  Network byte order.
 MAGIC = 0x5359            # "SY"
-VERSION = 1
+VERSION = 2               # 2: the ACK's SACK bitmap is as long as it needs (was 64 bits)
 T_DATA = 1
 T_ACK = 2
 T_CNP = 3
@@ -22,18 +22,23 @@ COMMON = struct.Struct("!HBBHHI")            # magic ver type job rank step     
 #       (flags: the low 16 bits of the sender's transmission number, echoed in
 #       ACKs so the sender knows which copy of a retransmitted packet arrived)
 DATA = struct.Struct("!HBBHHIIHH")
-# ack:  + cum (bytes received in order from offset 0), sack (bit j = the packet
-#       with index cum_index + 1 + j, packets of the job's payload_bytes),
-#       flags (ACK_COMPLETE: the receiver holds the whole step; ACK_ECHO: the
-#       last field is valid), echo (the flags field of the newest data packet
-#       received for the step)                                              28 B
-ACK = struct.Struct("!HBBHHIIQHH")
+# ack:  + cum (bytes received in order from offset 0), flags (ACK_COMPLETE: the
+#       receiver holds the whole step; ACK_ECHO: echo is valid), echo (the
+#       flags field of the newest data packet received for the step),
+#       sack_len (bytes of SACK bitmap that follow), then the bitmap: bit j
+#       (of byte j // 8, least significant first) = the packet with index
+#       cum_index + 1 + j, packets of the job's payload_bytes; as long as the
+#       highest packet received needs, so it covers any window    22 B + bitmap
+ACK = struct.Struct("!HBBHHIIHHH")
 # cnp:  + reserved                                                          16 B
 CNP = struct.Struct("!HBBHHII")
 
 ACK_COMPLETE = 0x1
 ACK_ECHO = 0x2
-SACK_BITS = 64
+# the longest SACK bitmap: 8,192 packets past the cumulative point (an ACK
+# still fits a 1500-byte MTU); a window may not be wider (hosts.udp.params)
+MAX_SACK_BYTES = 1024
+MAX_SACK_BITS = 8 * MAX_SACK_BYTES
 
 
 class Data(NamedTuple):
@@ -97,7 +102,9 @@ def pack_data_header(job: int, rank: int, step: int, offset: int, length: int,
 
 def pack_ack(job: int, rank: int, step: int, cum: int, sack: int = 0, flags: int = 0,
              echo: int = 0) -> bytes:
-    return ACK.pack(MAGIC, VERSION, T_ACK, job, rank, step, cum, sack, flags, echo)
+    """An ACK; sack: the bitmap as an integer (bit j = packet cum_index + 1 + j)."""
+    bitmap = sack.to_bytes((sack.bit_length() + 7) // 8, "little")
+    return ACK.pack(MAGIC, VERSION, T_ACK, job, rank, step, cum, flags, echo, len(bitmap)) + bitmap
 
 
 def pack_cnp(job: int, rank: int, step: int) -> bytes:
@@ -126,7 +133,10 @@ def parse(buf, nbytes: int | None = None) -> Packet:
     if ptype == T_ACK:
         if n < ACK.size:
             raise Truncated(f"ack of {n} bytes")
-        _, _, _, job, rank, step, cum, sack, flags, echo = ACK.unpack_from(buf, 0)
+        _, _, _, job, rank, step, cum, flags, echo, sack_len = ACK.unpack_from(buf, 0)
+        if sack_len > MAX_SACK_BYTES or n != ACK.size + sack_len:
+            raise BadLength(f"sack_len field {sack_len}, bitmap {n - ACK.size}")
+        sack = int.from_bytes(buf[ACK.size:n], "little") if sack_len else 0
         return Ack(job, rank, step, cum, sack, flags, echo)
     if ptype == T_CNP:
         if n < CNP.size:

@@ -13,7 +13,9 @@ import copy
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from experiments.config import inflight
 from hosts.job import JobSpec, parse_job
+from hosts.udp.params import UdpParams
 from topologies.spec.placement import PlacedJob
 from topologies.spec.topo import TopoParams, TopoSpec
 from topologies.switch.params import EcnParams, SymphonyParams
@@ -117,12 +119,29 @@ def job_file(spec: ExperimentSpec, job: JobConfig, straggles: list[dict]) -> dic
         "ranks": [{"rank": r, "ip": spec.topo.host(h).ip, "host": h} for r, h in enumerate(job.hosts)],
         "dcqcn": {"line_rate_mbit": spec.topology.host_rate_mbit, **spec.dcqcn},
     }
-    for key in ("udp", "deadlines"):
-        if getattr(job, key):
-            d[key] = dict(getattr(job, key))
+    udp = derived_udp(spec, job)
+    if udp:
+        d["udp"] = udp
+    if job.deadlines:
+        d["deadlines"] = dict(job.deadlines)
     if straggles:
         d["straggle"] = [dict(s) for s in straggles]
     return d
+
+
+def derived_udp(spec: ExperimentSpec, job: JobConfig) -> dict[str, Any]:
+    """The job file's [udp]: the config's keys, and the in-flight bound
+    derived from the network (experiments.config.inflight) where the config
+    gives no window_packets.  A [udp] the job file refuses is left for its
+    check to name."""
+    udp = dict(job.udp)
+    if "window_packets" not in udp:
+        try:
+            params = UdpParams(**udp)
+        except (TypeError, ValueError):
+            return udp
+        udp["window_packets"] = inflight.window_packets(spec.topo, job.placed, params)
+    return udp
 
 
 def job_specs(spec: ExperimentSpec, straggles: dict[int, list[dict]]) -> list[JobSpec]:

@@ -44,10 +44,14 @@ class SimHost:
         self.waker = Waker(engine, self._drain)
         self.listeners: dict[int, Handler] = {}
         self.out: tuple[Callable, int] | None = None          # (peer's receive, peer's port)
+        self.delay_s = 0.0                                     # the wire's propagation delay
         self.stats = {"tx": 0, "rx": 0, "nic_drops": 0, "no_listener": 0, "not_udp": 0}
 
     def connect(self, receive: Callable, port: int) -> None:
         self.out = (receive, port)
+
+    def set_delay(self, port: int, delay_s: float) -> None:
+        self.delay_s = delay_s
 
     def send(self, frame: bytes) -> None:
         """A datagram from an agent or the cross traffic: into the NIC's queue."""
@@ -64,7 +68,7 @@ class SimHost:
         at = self.engine.at
         for frame in nic.pop_due(now):
             self.stats["tx"] += 1
-            at(now + nic.service_time(frame), receive, port, frame)
+            at(now + nic.service_time(frame) + self.delay_s, receive, port, frame)
         d = nic.deadline()
         if d is not None:
             self.waker.wake_at(d)
@@ -95,13 +99,14 @@ class SimHost:
 class SimTransport:
     """hosts.transport's Transport for the simulation (module docstring).
     Built with the Transport protocol's keyword arguments plus `host` and
-    `engine` (functools.partial), as the rank builds its transport."""
+    `engine` (functools.partial), as the rank builds its transport; keep=False
+    keeps no payload (a run without data)."""
 
     name = "udp"
 
     def __init__(self, *, job: int, rank: int, ips: list[str], data_port: int, params: UdpParams,
                  recv_len, log, rp=None, np_=None, faults: FaultParams | None = None,
-                 host: SimHost, engine: Engine):
+                 host: SimHost, engine: Engine, keep: bool = True):
         if faults is not None and faults.active:
             raise ValueError("the simulation does not inject receive faults ([faults] is for the agent's tests)")
         n = len(ips)
@@ -113,7 +118,7 @@ class SimTransport:
         self.ip_names = {ip_bytes(ip): ip for ip in ips}
         self.ep = Endpoint(job=job, rank=rank, pred=(pred, ips[pred]), succ=(succ, ips[succ]),
                            data_port=data_port, params=params, recv_len=recv_len, out=self, log=log,
-                           rp=rp, np_=np_, max_ahead=n + 1)
+                           rp=rp, np_=np_, max_ahead=n + 1, keep=keep)
         self.waker = Waker(engine, self._service)
         self.waiting: tuple | None = None      # what the rank's loop waits for (await_step, linger)
         self.closed = True

@@ -38,7 +38,7 @@ class SimRank:
         self.host = spec.ranks[rank].host
         self.jsonl = log_dir / f"rank{rank}.jsonl"
         self.log = Records(self.jsonl, spec.job, rank, clock_ns=virtual_ns(engine), flush_each=False)
-        transport = functools.partial(SimTransport, host=net.hosts[self.host], engine=engine)
+        transport = functools.partial(SimTransport, host=net.hosts[self.host], engine=engine, keep=data)
         self.rank = Rank(spec, rank, self.log, transport, engine.clock, data=data)
         self.rank.tr.open()
         self.rank.prepare()

@@ -25,11 +25,13 @@ class Endpoint:
     predecessor's control port); `log(kind, step, **f)` writes events;
     `recv_len(step)` is the chunk size expected at a step, None for a step
     that is not part of the run; `rp`/`np_` are the reaction and notification
-    points (DCQCN off when not given)."""
+    points (DCQCN off when not given); keep=False: the receiver keeps no
+    payload (a run without data)."""
 
     def __init__(self, *, job: int, rank: int, pred: tuple[int, str], succ: tuple[int, str],
                  data_port: int, params: UdpParams, recv_len: Callable[[int], int | None],
-                 out, log: Callable[..., None], rp=None, np_=None, max_ahead: int = 64):
+                 out, log: Callable[..., None], rp=None, np_=None, max_ahead: int = 64,
+                 keep: bool = True):
         self.job, self.rank = job, rank
         self.pred_rank, self.pred_ip = pred
         self.succ_rank, self.succ_ip = succ
@@ -40,7 +42,7 @@ class Endpoint:
         self.receiver = Receiver(job=job, rank=rank, pred=pred, data_port=data_port, params=params,
                                  recv_len=recv_len, out=out, log=log, counters=self.counters,
                                  np_=np_ if np_ is not None else NotificationPoint(None),
-                                 max_ahead=max_ahead)
+                                 max_ahead=max_ahead, keep=keep)
 
     # ---- the ring's side ------------------------------------------------------
     def start_send(self, step: int, payload, now: float) -> None:

@@ -18,14 +18,19 @@ WIRE_OVERHEAD = ETHERNET_HEADER + 20 + 8 + DATA.size
 @dataclass(frozen=True)
 class UdpParams:
     """The job file's [udp] table.  rto_ms is the initial and minimum RTO; the
-    RTO adapts to the measured RTT above it.  ack_delay_ms: a receiver acks
+    RTO adapts to the measured RTT above it.  window_packets bounds the
+    packets in flight past the first unacknowledged one, as a RoCE NIC's
+    in-flight limit does (IRN's BDP-FC): not the sender's rate, which is
+    DCQCN's; the experiments derive it per job so that it never binds below
+    the DCQCN rate (docs/hosts.md, "In flight"), and the SACK bitmap covers
+    it (at most wire.MAX_SACK_BITS).  ack_delay_ms: a receiver acks
     every ack_every packets, else this long after the first unacked one
     (10 ms: about 8 packets of 1400 bytes at 10 Mbit/s; at 2 ms the timer
     fired every other packet at that rate, and ACKs were a third of the
     frames the switches forwarded)."""
     payload_bytes: int = 1400
     rto_ms: float = 50.0
-    window_packets: int = 64
+    window_packets: int = 1024
     ack_every: int = 8
     ack_delay_ms: float = 10.0
     burst_packets: int = 8
@@ -34,7 +39,7 @@ class UdpParams:
     def __post_init__(self):
         _check(self.payload_bytes, "payload_bytes", int, 4, 65507 - DATA.size)
         _check(self.rto_ms, "rto_ms", (int, float), 1, 60000)
-        _check(self.window_packets, "window_packets", int, 1, wire.SACK_BITS)
+        _check(self.window_packets, "window_packets", int, 1, wire.MAX_SACK_BITS)
         _check(self.ack_every, "ack_every", int, 1, 1024)
         _check(self.ack_delay_ms, "ack_delay_ms", (int, float), 0, 10000)
         _check(self.burst_packets, "burst_packets", int, 1, 1024)

@@ -20,18 +20,30 @@ from hosts import wire
 from hosts.udp.params import UdpParams
 from hosts.wire import ACK_COMPLETE, ACK_ECHO
 
-SACK_MASK = (1 << wire.SACK_BITS) - 1
+SACK_MASK = (1 << wire.MAX_SACK_BITS) - 1
+
+
+class Discarded:
+    """What take() hands on when the receiver keeps no payload: the step's
+    length, nothing else (a run without data: hosts.rank.SizedRing)."""
+    __slots__ = ("n",)
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
 
 
 class RecvFlow:
     __slots__ = ("step", "total", "n", "buf", "got", "mask", "n_got", "cum", "pending", "ack_due",
                  "echo")
 
-    def __init__(self, step: int, total: int, psize: int):
+    def __init__(self, step: int, total: int, psize: int, keep: bool = True):
         self.step = step
         self.total = total
         self.n = max(1, -(-total // psize))
-        self.buf = bytearray(total)
+        self.buf = bytearray(total) if keep else None
         self.got = bytearray(self.n)
         self.mask = 0                # bit i: packet i received (for the SACK bitmap)
         self.n_got = 0
@@ -50,11 +62,13 @@ class Receiver:
     `out.ctrl(packet)` sends an ACK or CNP to the predecessor's control port;
     `recv_len(step)` is the chunk size expected at a step, None for a step
     that is not part of the run; `np_` is the notification point
-    (hosts.dcqcn.NotificationPoint)."""
+    (hosts.dcqcn.NotificationPoint); keep=False keeps no payload (a run
+    without data: every packet is checked, acked and counted as ever)."""
 
     def __init__(self, *, job: int, rank: int, pred: tuple[int, str], data_port: int,
                  params: UdpParams, recv_len: Callable[[int], int | None], out,
-                 log: Callable[..., None], counters: dict[str, int], np_, max_ahead: int):
+                 log: Callable[..., None], counters: dict[str, int], np_, max_ahead: int,
+                 keep: bool = True):
         self.job, self.rank = job, rank
         self.pred_rank, self.pred_ip = pred
         self.flow_key = (self.pred_ip, data_port)
@@ -66,6 +80,7 @@ class Receiver:
         self.counters = counters
         self.np = np_
         self.max_ahead = max_ahead
+        self.keep = keep
         self.flows: dict[int, RecvFlow] = {}
         self.low = 0                 # lowest step not yet taken by the ring
         self.last_data = -math.inf   # time of the last valid data packet
@@ -75,15 +90,16 @@ class Receiver:
         f = self.flows.get(step)
         return f is not None and f.complete
 
-    def take(self, step: int) -> bytearray:
-        """Hand a complete step's bytes to the ring; steps are taken in order."""
+    def take(self, step: int) -> bytearray | Discarded:
+        """Hand a complete step's bytes to the ring (Discarded: only its length,
+        when no payload is kept); steps are taken in order."""
         if step != self.low:
             raise ValueError(f"take({step}) out of order: next is {self.low}")
         flow = self.flows.pop(step)
         if not flow.complete:
             raise ValueError(f"step {step} is not complete")
         self.low = step + 1
-        return flow.buf
+        return flow.buf if flow.buf is not None else Discarded(flow.total)
 
     def _send_ack(self, flow: RecvFlow) -> None:
         cum_bytes = min(flow.cum * self.psize, flow.total)
@@ -126,7 +142,7 @@ class Receiver:
             if total is None:
                 c["drop_step"] += 1
                 return
-            flow = self.flows[step] = RecvFlow(step, total, self.psize)
+            flow = self.flows[step] = RecvFlow(step, total, self.psize, self.keep)
         off, length = pkt.offset, pkt.length
         psize = self.psize
         if off % psize or off >= flow.total or length != min(psize, flow.total - off):
@@ -147,7 +163,8 @@ class Receiver:
             c["dup_data"] += 1
             self._send_ack(flow)
             return
-        flow.buf[off:off + length] = payload
+        if flow.buf is not None:
+            flow.buf[off:off + length] = payload
         flow.got[idx] = 1
         flow.mask |= 1 << idx
         flow.n_got += 1

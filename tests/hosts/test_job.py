@@ -116,7 +116,7 @@ def _doc(**kw):
     ({"ranks": [{"rank": 0, "ip": "10.0.0.1"}, {"rank": 1, "ip": "10.0.0.1"}]}, "ranks[1].ip"),
     ({"ranks": [{"rank": 0, "ip": "10.0.0.1"}, {"rank": 1}]}, "ranks[1].ip"),
     ({"udp": {"payload_bytes": 0}}, "udp.payload_bytes"),
-    ({"udp": {"window_packets": 500}}, "udp.window_packets"),
+    ({"udp": {"window_packets": 9000}}, "udp.window_packets"),
     ({"udp": {"rto_ms": "fast"}}, "udp.rto_ms"),
     ({"udp": {"mtu": 1500}}, "udp.mtu"),
     ({"dcqcn": {"preset": "fast"}}, "dcqcn.preset"),

@@ -1,6 +1,7 @@
 """The packet headers: any bytes parse to a packet or raise a WireError
 naming its drop counter; what is packed parses back."""
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,8 +30,18 @@ def test_data_header_round_trip(job, rank, step, offset, payload):
 
 
 @given(st.integers(0, 65535), st.integers(0, 65535), st.integers(0, 2**32 - 1),
-       st.integers(0, 2**32 - 1), st.integers(0, 2**64 - 1), st.integers(0, 65535),
+       st.integers(0, 2**32 - 1), st.integers(0, 2**wire.MAX_SACK_BITS - 1), st.integers(0, 65535),
        st.integers(0, 65535))
 def test_ack_round_trip(job, rank, step, cum, sack, flags, echo):
     assert wire.parse(wire.pack_ack(job, rank, step, cum, sack, flags, echo)) == \
         wire.Ack(job, rank, step, cum, sack, flags, echo)
+
+
+def test_an_ack_carries_as_much_bitmap_as_its_highest_packet_needs():
+    assert len(wire.pack_ack(1, 0, 0, 0, 0)) == wire.ACK.size
+    assert len(wire.pack_ack(1, 0, 0, 0, 1 << 700)) == wire.ACK.size + 88
+    full = wire.pack_ack(1, 0, 0, 0, 2**wire.MAX_SACK_BITS - 1)
+    assert len(full) == wire.ACK.size + wire.MAX_SACK_BYTES and len(full) + 42 <= 1514   # one frame
+    too_long = wire.ACK.pack(wire.MAGIC, wire.VERSION, wire.T_ACK, 1, 0, 0, 0, 0, 0, wire.MAX_SACK_BYTES + 1)
+    with pytest.raises(wire.BadLength):
+        wire.parse(too_long + bytes(wire.MAX_SACK_BYTES + 1))

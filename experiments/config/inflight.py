@@ -1,0 +1,56 @@
+"""What bounds a UDP job's data in flight, derived from the network it runs
+on (docs/hosts.md, "In flight").  Pure.
+
+A RoCE NIC sends at its DCQCN rate; what else bounds it must not bind below
+that rate.  Here that bound is the agent's window (hosts.udp.params'
+window_packets: packets in flight past the first unacknowledged one, IRN's
+BDP-FC in spirit), set to what the path can hold: its bandwidth-delay
+product at the flow's line rate (the slowest ring edge's base RTT: every
+link's delay and a data frame's serialisation out, an ACK's back) plus one
+switch queue full.  A flow at any share of a bottleneck whose queue stays
+within its depth needs less than that in flight, so the window never binds
+below the DCQCN rate; more than that would be dropped at the queue anyway.
+The ACK's SACK bitmap covers it (hosts.wire.MAX_SACK_BITS).
+"""
+
+from __future__ import annotations
+
+import math
+
+from hosts import wire
+from hosts.udp.params import WIRE_OVERHEAD, UdpParams
+from topologies.spec.placement import PlacedJob
+from topologies.spec.routes import path_links
+from topologies.spec.topo import TopoSpec
+
+ACK_FRAME_BYTES = WIRE_OVERHEAD - wire.DATA.size + wire.ACK.size     # an ACK without a SACK bitmap
+
+
+def link_time_s(rate_mbit: float | None, delay_ms: float, nbytes: int) -> float:
+    """A frame of nbytes over one link: its serialisation and the link's delay."""
+    return (nbytes * 8 / (rate_mbit * 1e6) if rate_mbit else 0.0) + delay_ms / 1e3
+
+
+def base_rtt_s(topo: TopoSpec, src: str, dst: str, frame_bytes: int) -> float:
+    """A data frame from src to dst and an ACK back, on empty queues."""
+    out = path_links(topo, src, dst)
+    back = path_links(topo, dst, src)
+    return (sum(link_time_s(topo.link(n).rate_mbit, topo.link(n).delay_ms, frame_bytes) for n in out)
+            + sum(link_time_s(topo.link(n).rate_mbit, topo.link(n).delay_ms, ACK_FRAME_BYTES) for n in back))
+
+
+def job_rtt_s(topo: TopoSpec, job: PlacedJob, frame_bytes: int) -> float:
+    """The base RTT of the job's slowest ring edge."""
+    return max(base_rtt_s(topo, src, dst, frame_bytes) for src, dst, _ in job.ring_flows())
+
+
+def window_packets(topo: TopoSpec, job: PlacedJob, udp: UdpParams) -> int:
+    """The job's in-flight bound (module docstring), in its packets, at most
+    what the SACK bitmap covers."""
+    (_, _, access), = topo.ports(job.hosts[0]).values()
+    rate = access.rate_mbit
+    if not rate:
+        return udp.window_packets          # no line rate to derive from: the job file's default
+    bdp = rate * 1e6 * job_rtt_s(topo, job, udp.frame_bytes) / 8
+    queue = topo.queue_depth * udp.frame_bytes
+    return min(wire.MAX_SACK_BITS, math.ceil((bdp + queue) / udp.payload_bytes) + 1)
