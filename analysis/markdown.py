@@ -54,6 +54,8 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
               "a variant marked (degraded) has none, and its figures are the degraded runs'.", ""]
     if any(row["oracle"] for row in summary.get("jobs", {}).values()):
         lines += _oracle_markdown(summary)
+    if any(row.get("sim") for row in summary.get("jobs", {}).values()):
+        lines += _sim_markdown(summary)
     if (summary.get("regime") or {}).get("rows"):
         lines += _regime_markdown(summary)
     if summary.get("multi_job"):
@@ -160,6 +162,33 @@ def _oracle_markdown(summary: dict[str, Any]) -> list[str]:
               f"over the oracle's (`-` when the oracle's is below {CAPTURE_MIN_PCT:g} % in size: nothing to gain). "
               "Efficiency: oracle baseline CCT over measured baseline CCT. Bound: 2(N-1)/N x S / B at the "
               "slowest access link's nominal rate.", ""]
+    return lines
+
+
+def _sim_markdown(summary: dict[str, Any]) -> list[str]:
+    """Per job: the measured change beside the simulation's, at the config's
+    scale and the deployment's, and where the two disagree."""
+    lines = ["### Against the simulation", "",
+             "| job | measured change | sim baseline (s) | sim Symphony (s) | sim change | deployment baseline (s) "
+             "| deployment Symphony (s) | deployment change |",
+             "|---|---|---|---|---|---|---|---|"]
+    for job, row in summary["jobs"].items():
+        sim = row.get("sim") or {}
+        c, d = sim.get("config") or {}, sim.get("deployment") or {}
+        lines.append(f"| {job} | {_pct(row['cct_change_pct'])} | {_f(c.get('baseline_cct_s'), '{:.4f}')} "
+                     f"| {_f(c.get('symphony_cct_s'), '{:.4f}')} | {_pct(c.get('cct_change_pct'))} "
+                     f"| {_f(d.get('baseline_cct_s'), '{:.4f}')} | {_f(d.get('symphony_cct_s'), '{:.4f}')} "
+                     f"| {_pct(d.get('cct_change_pct'))} |")
+    coarse = summary.get("sim_coarse")
+    lines += ["", "Simulation (experiments/sim): the same scenario, seeds and jitter schedules on a virtual clock, "
+              "the agents' own protocol code and the twin's own switches; at the config's own rates, and as the "
+              "declared deployment would run it (its line rate, step, link delays, ECN, DCQCN and packets"
+              + (f", {coarse} packets simulated as one" if coarse and coarse > 1 else "")
+              + "), times in the config's own units.", ""]
+    for line in summary.get("sim_verdict") or []:
+        lines.append(f"- **{line}**")
+    if summary.get("sim_verdict"):
+        lines.append("")
     return lines
 
 

@@ -31,6 +31,7 @@ from analysis import regime as rg
 from analysis.markdown import render_markdown
 from analysis.oracle import find_oracle, job_comparison, load_oracle, timeline_events
 from analysis.records import Run, load_run, meta_t0_ns
+from analysis.simulation import find_sim, job_figures, load_sim, verdict
 from analysis.windows import place_compute_jitter
 from contract.files import write_atomic
 
@@ -154,26 +155,32 @@ def summarise_jobs(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = None,
-              regime: dict[str, Any] | None = None) -> dict[str, Any]:
+              regime: dict[str, Any] | None = None, sim: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per variant: ok/failed runs, CCT mean/std over pooled samples,
     change against baseline in percent (negative = faster), misalignment,
     marks and CNPs per run.  Per job: measured CCTs and change beside the
     oracle's (an oracle document, analysis.oracle), what was captured of it
     and the emulation's efficiency.  ``regime``: the regime measured per
     variant and job, and the table's rows beside the parameters' design and
-    the targets of a regime document (analysis.regime)."""
+    the targets of a regime document (analysis.regime).  ``sim``: a
+    simulation document (analysis.simulation): per job its figures at the
+    config's scale and the deployment's, and the lines where they disagree."""
     variants = _order(a["variant"] for a in analysed)
     out: dict[str, Any] = {"variants": {}}
+    use = paired(analysed, variants)
     for v in variants:
         runs = [a for a in analysed if a["variant"] == v]
-        ok, degraded = counted(runs)
+        ok, degraded = use[v]
         ccts = [c for a in ok for c in a["summary"]["cct_s"]]
         out["variants"][v] = {
             "runs": len(runs),
             "runs_ok": len(ok),
             # degraded runs are kept apart: the figures are the fidelity-ok
             # runs' unless none is ("fidelity": "degraded" then says so)
-            "runs_degraded": [a["run"] for a in degraded],
+            "runs_degraded": [a["run"] for a in runs if a["status"] == "ok" and a.get("fidelity") == "degraded"],
+            # fidelity-ok runs left out all the same: their repeat's other variant was not ok (paired)
+            "runs_unpaired": [a["run"] for a in runs if a["status"] == "ok" and a.get("fidelity") != "degraded"
+                              and a not in ok],
             "fidelity": "degraded" if ok and ok == degraded else "ok",
             "runs_not_ok": [{"run": a["run"], "status": a["status"], "reason": a["reason"]}
                             for a in runs if a["status"] != "ok"],
@@ -199,10 +206,15 @@ def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = No
             jrow["cct_change_pct"] = _change(v, jrow["cct_mean_s"], base_jobs.get(job, {}).get("cct_mean_s"))
     out["multi_job"] = any(len(a["summary"]["jobs"]) > 1 for a in analysed)
     out["jobs"] = job_comparison(out["variants"], oracle, analysed)
-    measured = {v: rg.summarise(counted([a for a in analysed if a["variant"] == v])[0]) for v in variants}
+    measured = {v: rg.summarise(use[v][0]) for v in variants}
     out["regime"] = {"measured": measured, "rows": rg.table(measured, regime),
                      "labels": (regime or {}).get("labels") or {}}
     out["oracle_threshold"] = oracle.get("threshold") if oracle else None
+    simulated = job_figures(sim)
+    for job, row in out["jobs"].items():
+        row["sim"] = simulated.get(job)
+    out["sim_verdict"] = verdict(simulated, out["regime"]["rows"])
+    out["sim_coarse"] = (((sim or {}).get("scales") or {}).get("deployment") or {}).get("coarse")
     return out
 
 
@@ -215,6 +227,31 @@ def counted(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict
     ok = [a for a in runs if a["status"] == "ok"]
     degraded = [a for a in ok if a.get("fidelity") == "degraded"]
     return [a for a in ok if a.get("fidelity") != "degraded"] or degraded, degraded
+
+
+def paired(analysed: list[dict[str, Any]], variants: list[str]) -> dict[str, tuple[list, list]]:
+    """Per variant, ``counted``'s pair, taken from the same repeats for
+    every variant: the repeats whose run of each variant is ok, and of
+    those the ones where each is fidelity-ok unless none is (then the
+    degraded ones, marked so).  A variant's figures and another's then come
+    from the same jitter schedules and the same machine conditions: never
+    one ok run of one against four degraded runs of the other.  Runs
+    without a repeat number (records from elsewhere) are counted as before."""
+    by_rep: dict[int, dict[str, dict[str, Any]]] = {}
+    for a in analysed:
+        if isinstance(a.get("repeat"), int):
+            by_rep.setdefault(a["repeat"], {})[a["variant"]] = a
+    if len(variants) < 2 or any(not isinstance(a.get("repeat"), int) for a in analysed):
+        return {v: counted([a for a in analysed if a["variant"] == v]) for v in variants}
+    ok = [rep for rep, vs in sorted(by_rep.items())
+          if all(v in vs and vs[v]["status"] == "ok" for v in variants)]
+    good = [rep for rep in ok if all(by_rep[rep][v].get("fidelity") != "degraded" for v in variants)]
+    reps = good or ok
+    out = {}
+    for v in variants:
+        runs = [by_rep[rep][v] for rep in reps]
+        out[v] = (runs, [a for a in runs if a.get("fidelity") == "degraded"])
+    return out
 
 
 def _change(variant: str, value: float | None, base: float | None) -> float | None:
@@ -413,14 +450,17 @@ def _staged(out: Path) -> Iterator[Path]:
 
 
 def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = None,
-                 oracle: str | Path | None = None, regime: str | Path | None = None) -> Path:
+                 oracle: str | Path | None = None, regime: str | Path | None = None,
+                 sim: str | Path | None = None) -> Path:
     """Analyse the runs, write metrics.json into each, plots, report.md and
     report.json (the summary table's figures) into out_dir (default:
     ``default_out_dir``).  oracle: the oracle file to set beside the runs
     (default: the one beside the run directories, ``analysis.oracle.find_oracle``;
     none: no oracle figures); regime: the regime file with the targets
     (default: the one beside the run directories, ``analysis.regime.find_regime``;
-    none: the regime table without design and target).  Returns report.md's path."""
+    none: the regime table without design and target); sim: the simulation
+    file (default: the one beside the run directories,
+    ``analysis.simulation.find_sim``).  Returns report.md's path."""
     run_dirs = _check_dirs(run_dirs)
     out = Path(out_dir) if out_dir is not None else default_out_dir(run_dirs)
     runs = [load_run(d) for d in run_dirs]
@@ -434,7 +474,9 @@ def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = No
     doc = load_oracle(oracle_path, warnings) if oracle_path is not None else None
     regime_path = Path(regime) if regime is not None else rg.find_regime(run_dirs)
     regime_doc = rg.load_regime(regime_path, warnings) if regime_path is not None else None
-    summary = summarise(analysed, doc, regime_doc)
+    sim_path = Path(sim) if sim is not None else find_sim(run_dirs)
+    sim_doc = load_sim(sim_path, warnings) if sim_path is not None else None
+    summary = summarise(analysed, doc, regime_doc, sim_doc)
     with _staged(out) as stage:
         _write_json(stage / "report.json", {"runs": [str(r.path) for r in runs],
                                             "oracle_file": str(oracle_path) if doc else None, **summary})

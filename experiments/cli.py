@@ -30,8 +30,9 @@ from pathlib import Path
 
 from contract import exits
 from experiments.cli_common import Refused
+from experiments.plan import TARGETS
 from experiments.signals import signame_of
-from topologies.switch.targets import TARGETS
+from topologies.switch.targets import TARGETS as SWITCH_TARGETS
 
 COMMANDS = ("run", "check", "model", "net")
 
@@ -54,9 +55,25 @@ def parse_args(argv):
                      help="print the oracle's ranking of the points and stop (no root needed)")
     run.add_argument("--fail-fast", action="store_true", help="stop at the first run that is not ok")
     run.add_argument("--no-report", action="store_true", help="skip analysis' plots and report.md")
+    run.add_argument("--scale", type=float, default=None, metavar="K",
+                     help="run the scenario with K times its bytes and durations (same network): steps K times "
+                          "as many RTTs long; times are reported in the config's own units (divided by K)")
+    run.add_argument("--deployment", action="store_true",
+                     help="(--target sim) run the scenario as the declared deployment would: its line rate, "
+                          "step, link delays, ECN, DCQCN and packets (docs/design.md, \"Scaling\")")
+    run.add_argument("--no-sim", action="store_true",
+                     help="skip the simulation's figures beside the oracle (at the config's rates and the "
+                          "deployment's scale; cached under --out, so a second batch of a scenario costs nothing)")
+    run.add_argument("--coarse", type=int, default=1, metavar="C",
+                     help="(--deployment) simulate C of the deployment's packets as one (speed; its error "
+                          "against full packets is in experiments/README.md)")
     check = sub.add_parser("check", help="validate a config as `run` would and print it resolved")
     model = sub.add_parser("model", help="the flow-level oracle's CCT per job, baseline against Symphony")
     model.add_argument("--json", action="store_true", help="print JSON")
+    model.add_argument("--no-sim", action="store_true",
+                       help="the oracle only, without the simulation at the config's rates and the deployment's")
+    model.add_argument("--out", type=Path, default=Path("results"), metavar="DIR",
+                       help="results root whose .sim-cache holds the simulation's figures (default: results)")
     net = sub.add_parser("net", help="start a config's network (Ctrl-C or the CLI's exit tears it down)")
     net.add_argument("--cli", action="store_true", help="open the Mininet CLI")
     net.add_argument("--baseline", action="store_true", help="install the job flows with Symphony disabled")
@@ -69,8 +86,9 @@ def parse_args(argv):
     for p in (run, check, model, net):
         p.error = ap.error
         p.add_argument("config", type=Path)
-    for p in (run, model, net):
+    for p in (run, model):
         p.add_argument("--target", default="auto", choices=TARGETS)
+    net.add_argument("--target", default="auto", choices=SWITCH_TARGETS)
     return ap.parse_args(argv)
 
 

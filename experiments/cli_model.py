@@ -15,10 +15,14 @@ from experiments import config as C
 from experiments.cli_common import Refused, load
 from experiments.oracle import ModelError
 from experiments.oracle.scenario import RepeatsPrediction, predict_repeats
-from experiments.plan import run_plan
-from experiments.tables import align
+from experiments.plan import SIM, run_plan
+from experiments.sim.predict import SCALES as SIM_SCALES
+from experiments.sim.predict import SIM_CACHE, predict, progress_lines
+from experiments.sim.run import refusal
+from experiments.tables import align, fmt
 from hosts.job import JobError
-from topologies.switch.targets import TargetError
+from topologies.network.links import VIA_TWIN, delay_via
+from topologies.switch.targets import TargetError, resolve_target
 
 MODEL_ERRORS = (ModelError, JobError, TargetError)
 
@@ -82,21 +86,43 @@ def model(args, spec: C.ExperimentSpec) -> int:
     elapsed = time.perf_counter() - t
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
+    sim = None if args.no_sim else simulation(spec, args)
     if args.json:
         print(json.dumps({"experiment": spec.name, "threshold": spec.symphony.threshold, "model_time_s": elapsed,
-                          "notes": notes, **pred.as_dict()}, indent=1))
+                          "notes": notes, **pred.as_dict(), **({"sim": sim} if sim else {})}, indent=1))
         return exits.OK
     print(f"{spec.name}: the flow-level oracle over {len(pred.repeats)} repeat(s)' jitter schedules "
-          f"(seed {spec.seed}), threshold {spec.symphony.threshold}, {elapsed:.3f} s")
-    rows = [("job", "ranks", "baseline CCT s", "Symphony CCT s", "change %", "bound s")]
+          f"(seed {spec.seed}), threshold {spec.symphony.threshold}, {elapsed:.3f} s"
+          + ("; beside it the simulation at the config's rates and at the deployment's scale" if sim else ""))
+    rows = [("job", "ranks", "baseline CCT s", "Symphony CCT s", "change %", "bound s",
+             *(("sim base s", "sim Sym s", "sim change %", "deployment %") if sim else ()))]
     ranks = {j.job: j.ranks for j in spec.jobs}
     for job, p in pred.jobs.items():
+        extra = ()
+        if sim:
+            c, d = (sim["scales"][k]["jobs"].get(str(job), {}) for k in SIM_SCALES)
+            extra = (fmt(c.get("baseline_cct_s"), "{:.4f}"), fmt(c.get("symphony_cct_s"), "{:.4f}"),
+                     fmt(c.get("cct_change_pct"), "{:+.2f}"), fmt(d.get("cct_change_pct"), "{:+.2f}"))
         rows.append((str(job), str(ranks[job]), f"{p.baseline_cct_s:.4f}", f"{p.symphony_cct_s:.4f}",
-                     f"{p.cct_change_pct:+.2f}", f"{p.bound_s:.4f}"))
+                     f"{p.cct_change_pct:+.2f}", f"{p.bound_s:.4f}", *extra))
     print(align(rows))
     print("CCT: mean over iterations and repeats; change: (Symphony - baseline) / baseline, negative = faster; "
-          "bound: 2(N-1)/N x S / B at the slowest access link")
+          "bound: 2(N-1)/N x S / B at the slowest access link"
+          + ("; sim: the simulation (docs/design.md, \"Simulation\"), times in the config's units" if sim else ""))
     return exits.OK
+
+
+def simulation(spec: C.ExperimentSpec, args) -> dict | None:
+    """The simulation's figures on the repeats' schedules (cached under
+    --out), progress on stderr; None where it cannot run the config."""
+    why = refusal(spec)
+    if why:
+        print(f"note: no simulation: {why}", file=sys.stderr)
+        return None
+    via = VIA_TWIN if args.target == SIM else delay_via(resolve_target(args.target), False)
+    total = len(SIM_SCALES) * spec.repeats * len(spec.variants)
+    progress = progress_lines(total, lambda line: print(line, file=sys.stderr, flush=True))
+    return predict(spec, list(range(1, spec.repeats + 1)), via, args.out / SIM_CACHE, progress=progress)
 
 
 def main(args) -> int:

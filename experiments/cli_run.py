@@ -25,12 +25,19 @@ from experiments import rundir as R
 from experiments import summary as SU
 from experiments.cli_common import Refused, leave_nothing, load, root_and_target
 from experiments.cli_model import MODEL_ERRORS, rank_points
+from experiments.config.scale import Scaling, deployment_scaling, scale
+from experiments.config.spec import job_specs
+from experiments.plan import SIM
 from experiments.runner import Runner
 from experiments.signals import Signals
+from experiments.sim.predict import SIM_CACHE
+from experiments.sim.run import refusal
 from experiments.supervise import REPO, RunResult
 from experiments.tables import fmt
+from hosts.job import JobError
 
 Points = list[tuple[str | None, C.ExperimentSpec]]
+Scaled = list[tuple[str | None, C.ExperimentSpec, Scaling | None]]
 
 
 def claim(out: Path, points: Points) -> str:
@@ -63,12 +70,19 @@ def write_sweep(path: Path, name: str, stamp: str, rows: list[dict], interrupted
         print(f"  {row['point']:<30} change {fmt(row['cct_change_pct'], '{:+.1f}')} %")
 
 
-def run_points(args, points: Points, stamp: str | None = None) -> int:
+def run_points(args, points: Scaled | Points, stamp: str | None = None,
+               scenarios: dict[str | None, C.ExperimentSpec] | None = None) -> int:
+    """Every run of every point (a point without its scaling runs unscaled),
+    then each point's summary; the exit code.  scenarios: each point's spec
+    as configured, where the points are scaled (the simulation's figures are
+    of the scenario as configured)."""
+    points = [p if len(p) == 3 else (*p, None) for p in points]
+    sim_cache = None if getattr(args, "no_sim", True) else args.out / SIM_CACHE
     stamp = stamp or claim(args.out, points)
     signals = Signals()
     versions = R.versions(REPO)
     name = points[0][1].name
-    total = sum(spec.repeats * len(spec.variants) for _, spec in points)
+    total = sum(spec.repeats * len(spec.variants) for _, spec, _ in points)
     all_results: list[RunResult] = []
     sweep_rows = []
     bar = tqdm(total=total, desc=name, unit="run", file=sys.stderr, dynamic_ncols=True)
@@ -82,19 +96,20 @@ def run_points(args, points: Points, stamp: str | None = None) -> int:
 
     try:
         signals.install()       # inside: a signal at once still settles the batch's record
-        for label, spec in points:
+        for label, spec, scaling in points:
             if signals.interrupted:
                 break
             exp_dir = args.out / name / label if label else args.out / name
             runner = Runner(spec, exp_dir, target=args.target, fail_fast=args.fail_fast, signals=signals,
-                            stamp=stamp, versions=versions, say=say)
+                            stamp=stamp, versions=versions, say=say, scaling=scaling)
             runner.run_all(before=lambda rep, variant, label=label: bar.set_postfix_str(
                 f"{label + ' ' if label else ''}rep {rep} {variant}"), after=done)
             all_results.extend(runner.results)
             for line in R.mark_lost(runner.results):     # a run whose directory has gone is not ok
                 say(line)
             summ = SU.finish_point(spec, runner.results, exp_dir, stamp, signals=signals,
-                                   report=not args.no_report, say=say)
+                                   report=not args.no_report, say=say, scaling=scaling, sim_cache=sim_cache,
+                                   scenario=(scenarios or {}).get(label))
             if label:
                 sweep_rows.append({"point": label, **(spec.sweep_point or {}),
                                    "cct_change_pct": summ.get("cct_change_pct"),
@@ -120,6 +135,33 @@ def run_points(args, points: Points, stamp: str | None = None) -> int:
     return code
 
 
+def scaled_points(args, points: Points) -> list[tuple[str | None, C.ExperimentSpec, Scaling | None]]:
+    """Each point with the scaling the arguments ask for (--scale,
+    --deployment, --coarse), its job files checked; Refused (one line)."""
+    if args.deployment and args.target != SIM:
+        raise Refused("--deployment: the deployment's scale runs on the simulation only (--target sim)")
+    if args.deployment and args.scale is not None:
+        raise Refused("--scale and --deployment: give one (--deployment sets the scale itself)")
+    if args.coarse != 1 and not args.deployment:
+        raise Refused("--coarse: only with --deployment (coarse packets are the deployment simulation's option)")
+    out = []
+    for label, spec in points:
+        try:
+            if args.deployment:
+                sc = deployment_scaling(spec, args.coarse)
+            elif args.scale is not None:
+                sc = Scaling(args.scale)
+            else:
+                out.append((label, spec, None))
+                continue
+            scaled = scale(spec, sc)
+            job_specs(scaled, {})
+        except (ValueError, JobError) as exc:
+            raise Refused(f"{'--deployment' if args.deployment else f'--scale {args.scale:g}'}: {exc}") from None
+        out.append((label, scaled, sc))
+    return out
+
+
 def main(args) -> int:
     points = load(args, machine=True)
     if args.rank_by_oracle or args.model_only:
@@ -129,5 +171,11 @@ def main(args) -> int:
             raise Refused(f"oracle: {exc}") from None
         if args.model_only:
             return exits.OK
-    root_and_target(args)
-    return run_points(args, points)
+    if args.target == SIM:          # the simulation needs neither root nor a switch target
+        for _, spec in points:
+            why = refusal(spec)
+            if why:
+                raise Refused(why)
+    else:
+        root_and_target(args)
+    return run_points(args, scaled_points(args, points), scenarios=dict(points))

@@ -12,6 +12,7 @@ import json
 import math
 import shlex
 import sys
+import time
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -22,20 +23,27 @@ from analysis.records import load_run
 from analysis.regime import FILE_SUFFIX as REGIME_SUFFIX
 from analysis.regime import SCHEMA as REGIME_SCHEMA
 from analysis.report import analyse_run, summarise, write_report
+from analysis.simulation import FILE_SUFFIX as SIM_SUFFIX
+from analysis.simulation import SCALES as SIM_SCALES
+from analysis.simulation import SCHEMA as SIM_SCHEMA
 from contract import exits
 from experiments import rundir as R
 from experiments.config import ExperimentSpec
+from experiments.config.scale import Scaling
 from experiments.config.spec import job_specs
 from experiments.fidelity import summary_warnings
 from experiments.oracle import ModelError
 from experiments.oracle.export import document
 from experiments.oracle.scenario import predict_repeats
 from experiments.signals import Signals
+from experiments.sim.predict import predict, progress_lines
+from experiments.sim.run import refusal
 from experiments.supervise import RunResult
 from experiments.tables import align, fmt
 from hosts import dcqcn
 from hosts.job import JobSpec
 from topologies.network import shield
+from topologies.network.links import VIA_TWIN
 
 # kept for the callers that name them here; contract.exits is where they live
 EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED = (
@@ -80,7 +88,7 @@ def oracle_document(spec: ExperimentSpec, schedules: Mapping[int, list[dict]], s
 
 def job_regime(js: JobSpec, kmin_pkts: float, kmax_pkts: float) -> dict | None:
     """One job's DCQCN parameters as the agents build them
-    (hosts.agent.rate_control), their ratios at the step time the timers
+    (hosts.rank.rate_control), their ratios at the step time the timers
     derive from, and the ECN thresholds with the frame they count; None
     without DCQCN (preset off, TCP, no line rate)."""
     if js.transport != "udp" or js.dcqcn_preset == dcqcn.PRESET_OFF or js.line_rate_bps is None:
@@ -135,7 +143,7 @@ def write_oracle(path: Path, doc: dict) -> None:
 
 
 def summary(spec: ExperimentSpec, results: list[RunResult], analysed: list[dict | None], interrupted: bool,
-            oracle: dict | None = None, regime: dict | None = None) -> dict:
+            oracle: dict | None = None, regime: dict | None = None, sim: dict | None = None) -> dict:
     """summary.json: analysis' per-variant figures (pooled per-iteration CCT,
     change against baseline) plus the spread of the per-run means, and per
     job (``jobs.<id>``) the measured change beside the oracle's
@@ -143,7 +151,8 @@ def summary(spec: ExperimentSpec, results: list[RunResult], analysed: list[dict 
     ``efficiency``).  Without an analysis of every run (it failed, or a
     second Ctrl-C), the run list and the oracle only."""
     complete = bool(analysed) and all(a is not None for a in analysed)
-    s = summarise(analysed, oracle, regime) if complete else {"variants": {}, "jobs": job_comparison({}, oracle, [])}
+    s = (summarise(analysed, oracle, regime, sim) if complete
+         else {"variants": {}, "jobs": job_comparison({}, oracle, [])})
     for v, row in s["variants"].items():
         # the runs analysis counted (ok, and fidelity-ok unless none is: analysis.report.counted)
         row["run_cct_mean_s"], row["run_cct_std_s"] = _stats(row["cct_run_means_s"])
@@ -173,26 +182,69 @@ def summary(spec: ExperimentSpec, results: list[RunResult], analysed: list[dict 
     }
 
 
+# the summary's times in seconds of the runs (scaled runs: to be divided by the
+# time factor); everything else in it is a ratio, a count or a percentage
+RUN_TIMES = ("cct_mean_s", "cct_std_s", "run_cct_mean_s", "run_cct_std_s", "cct_run_means_s",
+             "baseline_cct_s", "symphony_cct_s", "bound_s")
+
+
+def in_config_units(summ: dict, scaling: Scaling | None) -> dict:
+    """A scaled batch's summary with its times divided by the scaling's time
+    factor (experiments.config.scale): the config's own units; the scaling
+    itself under ``scaling``.  The regime table keeps the runs' own units
+    (it describes the regime they ran in)."""
+    if scaling is None:
+        return summ
+    f = 1.0 / scaling.time
+
+    def conv(node):
+        if isinstance(node, dict):
+            # the regime is in the runs' units by design, the simulation's figures in the config's already
+            return {k: (_times(v, f) if k in RUN_TIMES else v if k in ("regime", "sim") else conv(v))
+                    for k, v in node.items()}
+        if isinstance(node, list):
+            return [conv(v) for v in node]
+        return node
+    return {**conv(summ), "scaling": scaling.as_dict()}
+
+
+def _times(v, f: float):
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return v * f
+    if isinstance(v, list):
+        return [_times(x, f) for x in v]
+    return v
+
+
 def table(summ: dict) -> str:
-    rows = [("variant", "runs ok", "CCT mean s", "CCT std s", "run-mean std s", "change %", "misalign",
-             "sym marks/run")]
+    """Per variant: its runs and, for one job, its CCT.  With several jobs a
+    CCT pooled over the iterations of different jobs says nothing (the jobs
+    table has each job's), so it is left out."""
+    pooled = not summ.get("multi_job")
+    rows = [("variant", "runs counted", *(("CCT mean s", "CCT std s", "run-mean std s", "change %") if pooled else ()),
+             "misalign", "sym marks/run")]
     for v, row in summ["variants"].items():
-        rows.append((v, f"{row['runs_ok']}/{row['runs']}", fmt(row["cct_mean_s"]), fmt(row["cct_std_s"]),
-                     fmt(row.get("run_cct_std_s")), fmt(row.get("cct_change_pct"), "{:+.1f}"),
+        cct = (fmt(row["cct_mean_s"]), fmt(row["cct_std_s"]), fmt(row.get("run_cct_std_s")),
+               fmt(row.get("cct_change_pct"), "{:+.1f}")) if pooled else ()
+        rows.append((v, f"{row['runs_ok']}/{row['runs']}", *cct,
                      fmt(row.get("misalignment_mean"), "{:.2f}"), fmt(row.get("sym_marks_per_run"), "{:.0f}")))
     return align(rows)
 
 
 def jobs_table(jobs: dict, indent: str = "") -> str:
-    """Per job: measured CCTs and change, the oracle's, captured, efficiency."""
+    """Per job: measured CCTs and change, the oracle's, captured, efficiency,
+    and the simulation's change at the config's scale and the deployment's."""
     rows = [("job", "baseline s", "Symphony s", "change %", "oracle base s", "oracle Sym s", "oracle change %",
-             "bound s", "captured", "efficiency")]
+             "bound s", "captured", "efficiency", "sim change %", "deployment %")]
     for job, row in jobs.items():
         o = row.get("oracle") or {}
+        sim = row.get("sim") or {}
         rows.append((job, fmt(row["baseline_cct_s"]), fmt(row["symphony_cct_s"]),
                      fmt(row["cct_change_pct"], "{:+.1f}"), fmt(o.get("baseline_cct_s")),
                      fmt(o.get("symphony_cct_s")), fmt(o.get("cct_change_pct"), "{:+.1f}"), fmt(o.get("bound_s")),
-                     fmt(row["captured"], "{:.2f}"), fmt(row["efficiency"], "{:.2f}")))
+                     fmt(row["captured"], "{:.2f}"), fmt(row["efficiency"], "{:.2f}"),
+                     fmt((sim.get("config") or {}).get("cct_change_pct"), "{:+.1f}"),
+                     fmt((sim.get("deployment") or {}).get("cct_change_pct"), "{:+.1f}")))
     return align(rows, indent)
 
 
@@ -243,23 +295,35 @@ def _targets(results: list[RunResult]) -> str:
 def _print_summary(spec: ExperimentSpec, results: list[RunResult], summ: dict, written: Path | None) -> None:
     point = f" {spec.sweep_point}" if spec.sweep_point else ""
     print(f"\n{spec.name}{point}: {len(results)} run(s), target {_targets(results)}")
+    sc = summ.get("scaling")
+    if sc:
+        what = "the declared deployment's" if sc["deployment"] else "the config's network"
+        print(f"scaled on {what}: durations x{sc['time']:.4g}, link rates x{sc['rate']:.4g}, bytes x{sc['bytes']:.4g}"
+              + (f", {sc['coarse']} packets as one" if sc["coarse"] > 1 else "")
+              + "; times below in the config's own units (divided by the duration factor)")
     for line in summary_warnings(results):         # runs whose timing the machine bent
         print(line)
+    if summ.get("jobs"):
+        print("per job, measured (each variant over the same repeats), the flow-level oracle and the simulation "
+              "(at the config's rates and the deployment's scale) on the same schedules (captured = measured change"
+              " / oracle change; efficiency = oracle / measured baseline CCT):")
+        print(jobs_table(summ["jobs"], "  "))
+    for line in summ.get("sim_verdict") or []:
+        print(f"  {line}")
     if summ["variants"]:
         print(table(summ))
     for v, row in summ["variants"].items():
-        if row.get("cct_mean_s") is not None:
-            excluded = row["runs"] - row["runs_ok"]
-            print(f"  {v}: mean CCT {row['cct_mean_s']:.3f} s +- {row.get('cct_std_s') or 0:.3f} s"
-                  f" over {row['cct_n']} iteration(s) of {row['runs_ok']} run(s)"
-                  + (f"; {excluded} run(s) not ok, left out" if excluded else ""))
-    if summ.get("cct_change_pct") is not None:
-        print(f"  Symphony against baseline: {summ['cct_change_pct']:+.1f} % mean CCT "
-              f"({'faster' if summ['cct_change_pct'] < 0 else 'slower'})")
-    if summ.get("jobs"):
-        print("per job, measured and the flow-level oracle on the same schedules"
-              " (captured = measured change / oracle change; efficiency = oracle / measured baseline CCT):")
-        print(jobs_table(summ["jobs"], "  "))
+        left_out = row["runs"] - row["runs_ok"]
+        if left_out:
+            print(f"  {v}: {left_out} run(s) left out (not ok, or their repeat's other variant was not)")
+    if not summ.get("multi_job"):
+        for v, row in summ["variants"].items():
+            if row.get("cct_mean_s") is not None:
+                print(f"  {v}: mean CCT {row['cct_mean_s']:.3f} s +- {row.get('cct_std_s') or 0:.3f} s"
+                      f" over {row['cct_n']} iteration(s) of {row['runs_ok']} run(s)")
+        if summ.get("cct_change_pct") is not None:
+            print(f"  Symphony against baseline: {summ['cct_change_pct']:+.1f} % mean CCT "
+                  f"({'faster' if summ['cct_change_pct'] < 0 else 'slower'})")
     if (summ.get("regime") or {}).get("rows"):
         print("regime (the report's table has every ratio): measured per variant, the parameters' own, the"
               " deployment's target:")
@@ -296,6 +360,42 @@ def _oracle(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, stamp
     return oracle, path
 
 
+def runs_via(results: list[RunResult]) -> str:
+    """How the runs applied netem (their schedules' "via"; the twin's delay
+    lines when they had no netem entry)."""
+    for events in applied_schedules(results).values():
+        for ev in events:
+            if ev.get("via"):
+                return ev["via"]
+    return VIA_TWIN
+
+
+def _sim(scenario: ExperimentSpec, results: list[RunResult], exp_dir: Path, stamp: str, cache: Path,
+         say: Callable[[str], None]) -> tuple[dict | None, Path | None]:
+    """The simulation's figures on the runs' repeats (experiments.sim.predict),
+    written beside them; (document, path), None for what could not be made
+    or written.  scenario: the config as given (a scaled batch's too)."""
+    repeats = sorted({r.repeat for r in results})
+    if not repeats or refusal(scenario):
+        return None, None
+    t0 = time.monotonic()
+    progress = progress_lines(len(SIM_SCALES) * len(repeats) * len(scenario.variants), say)
+    try:
+        pred = predict(scenario, repeats, runs_via(results), cache, progress=progress)
+    except Exception as exc:        # the simulation must not cost the batch its summary
+        say(f"simulation failed: {type(exc).__name__}: {exc}")
+        return None, None
+    doc = {"schema": SIM_SCHEMA, "experiment": scenario.name, "stamp": stamp,
+           "wall_s": round(time.monotonic() - t0, 3), **pred}
+    path = exp_dir / f"{stamp}{SIM_SUFFIX}"
+    try:
+        R.write_json(path, doc)
+    except OSError as exc:
+        say(f"simulation: {path} not written ({exc.strerror or exc})")
+        return doc, None
+    return doc, path
+
+
 def write_summary(exp_dir: Path, stamp: str, summ: dict, say: Callable[[str], None]) -> Path | None:
     """``<stamp>-summary.json`` (the batch's own, never another's) and
     ``summary.json`` (the latest).  On a full disk the stamped file that the
@@ -327,7 +427,7 @@ def report_command(exp_dir: Path, stamp: str) -> str:
 
 
 def _report(results: list[RunResult], exp_dir: Path, stamp: str, oracle_path: Path | None, signals: Signals,
-            say: Callable[[str], None]) -> None:
+            say: Callable[[str], None], sim_path: Path | None = None) -> None:
     """analysis' report of the runs that ran (ok or failed), complete or
     absent: an interrupt or a failure leaves no half-made report folder
     (analysis.report.write_report), and one line says how to make it."""
@@ -344,7 +444,7 @@ def _report(results: list[RunResult], exp_dir: Path, stamp: str, oracle_path: Pa
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            print(f"report:  {write_report(dirs, exp_dir / f'{stamp}-report', oracle=oracle_path)}")
+            print(f"report:  {write_report(dirs, exp_dir / f'{stamp}-report', oracle=oracle_path, sim=sim_path)}")
     except KeyboardInterrupt:
         print(f"interrupted: no report; {how}")
     except Exception as exc:
@@ -352,7 +452,8 @@ def _report(results: list[RunResult], exp_dir: Path, stamp: str, oracle_path: Pa
 
 
 def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, stamp: str, *, signals: Signals,
-                 report: bool, say: Callable[[str], None]) -> dict:
+                 report: bool, say: Callable[[str], None], scaling: Scaling | None = None,
+                 sim_cache: Path | None = None, scenario: ExperimentSpec | None = None) -> dict:
     """Run the oracle on the schedules the runs applied and write it beside
     them, analyse the runs, write summary.json (and the stamped copy), print
     the tables, write analysis' report (with the oracle beside the runs)
@@ -361,13 +462,15 @@ def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, 
     written whatever arrives meanwhile; a Ctrl-C during the report leaves no
     report and says how to make it."""
     analysed: list[dict | None] = [None] * len(results)
-    oracle, oracle_path, regime = None, None, None
+    oracle, oracle_path, regime, sim, sim_path = None, None, None, None, None
     exp_dir.mkdir(parents=True, exist_ok=True)
     if not signals.hurry:                   # a second Ctrl-C: the run list only, no analysis
         try:
             shield.phase("analysis")        # (a test signals here)
             oracle, oracle_path = _oracle(spec, results, exp_dir, stamp, say)
             regime, _ = _regime(spec, exp_dir, stamp, say)
+            if sim_cache is not None:
+                sim, sim_path = _sim(scenario or spec, results, exp_dir, stamp, sim_cache, say)
             analysed = analyse(results)
         except KeyboardInterrupt:
             say("interrupted: the summary lists the runs without their analysis")
@@ -376,11 +479,12 @@ def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, 
         if any(a is None for a in analysed):
             analysed = [None] * len(results)
     with signals.shielded():                # the summary is written whatever arrives now
-        summ = summary(spec, results, analysed, signals.interrupted, oracle, regime)
+        summ = in_config_units(summary(spec, results, analysed, signals.interrupted, oracle, regime, sim), scaling)
         summ["stamp"] = stamp
         summ["oracle_file"] = str(oracle_path) if oracle_path else None
+        summ["sim_file"] = str(sim_path) if sim_path else None
         written = write_summary(exp_dir, stamp, summ, say)
         _print_summary(spec, results, summ, written)
     if report:
-        _report(results, exp_dir, stamp, oracle_path, signals, say)
+        _report(results, exp_dir, stamp, oracle_path, signals, say, sim_path)
     return summ

@@ -81,6 +81,8 @@ class Deployment:
     kmin_bytes: float
     kmax_bytes: float
     dcqcn: DcqcnParams
+    pmax: float = 0.2           # ECN's marking probability at Kmax
+    queue_bytes: float = 3.2e6  # an egress queue's buffer: twice Kmax, so marking, not drops, holds it
 
     def __post_init__(self) -> None:
         for name in ("line_rate_bps", "message_bytes", "base_rtt_s", "packet_bytes",

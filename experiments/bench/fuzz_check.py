@@ -234,7 +234,8 @@ def run(raw: dict, out: Path) -> subprocess.CompletedProcess:
     path = out / "mutant.toml"
     path.write_text(tomli_w.dumps(raw), encoding="utf-8")
     return subprocess.run([sys.executable, "-m", "experiments", "run", str(path), "--target", "soft", "--out",
-                           str(out), "--no-report"], cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+                           str(out), "--no-report", "--no-sim"], cwd=REPO, capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT_S)
 
 
 # --- the command ----------------------------------------------------------------------

@@ -219,14 +219,14 @@ def test_model_prints_each_jobs_prediction(tmp_path):
     # tests/experiments/test_summary.py's victim case: job 2 32 ms -> 16 ms, job 1 128 ms both
     path = tmp_path / "victim.toml"
     path.write_text(VICTIM)
-    r = experiments("model", str(path))
+    r = experiments("model", str(path), "--no-sim")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[1].split() == ["job", "ranks", "baseline", "CCT", "s", "Symphony", "CCT", "s", "change", "%",
                                 "bound", "s"]
     assert lines[2].split() == ["1", "4", "0.1280", "0.1280", "+0.00", "0.0480"]
     assert lines[3].split() == ["2", "2", "0.0320", "0.0160", "-50.00", "0.0160"]
-    r = experiments("model", str(path), "--json", "--repeat", "2", "--seed", "9")
+    r = experiments("model", str(path), "--no-sim", "--json", "--repeat", "2", "--seed", "9")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["jobs"]["2"] == pytest.approx({"baseline_cct_s": 0.032, "symphony_cct_s": 0.016,
@@ -236,7 +236,7 @@ def test_model_prints_each_jobs_prediction(tmp_path):
 
 def test_model_of_a_shipped_config_needs_no_root(monkeypatch, capsys):
     monkeypatch.setattr(cli_common.os, "geteuid", lambda: 1000)
-    assert cli.main(["model", "experiments/configs/twojobs_straggle.toml", "--json"]) == 0
+    assert cli.main(["model", "experiments/configs/twojobs_straggle.toml", "--json", "--no-sim"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out["jobs"]) == {"1", "2"}
     for job in out["jobs"].values():
@@ -288,7 +288,8 @@ def test_rank_by_oracle_runs_the_points_in_that_order(tmp_path, monkeypatch):
     ran = []
     monkeypatch.setattr(cli_common.os, "geteuid", lambda: 0)
     monkeypatch.setattr(cli_common, "resolve_target", lambda target: "soft")
-    monkeypatch.setattr(cli_run, "run_points", lambda args, points: ran.extend(label for label, _ in points) or 0)
+    monkeypatch.setattr(cli_run, "run_points",
+                        lambda args, points, **kw: ran.extend(label for label, *_ in points) or 0)
     assert cli.main(["run", str(path), "--sweep", "--rank-by-oracle", "--target", "soft"]) == 0
     assert ran == ["threshold0", "threshold1", "threshold2"]
 
@@ -298,7 +299,7 @@ def test_model_takes_the_schedule_as_the_target_would_apply_it(tmp_path):
     path = tmp_path / "n.toml"
     path.write_text('[topology]\nkind = "star"\nhosts = 2\nhost_rate_mbit = 10\n' + JOB
                     + '[[jitter]]\nkind = "netem"\nrank = 0\nstart_s = 0.1\nduration_s = 0.2\ndelay_ms = 5\n')
-    r = experiments("model", str(path), "--target", "soft", "--json")
+    r = experiments("model", str(path), "--no-sim", "--target", "soft", "--json")
     assert r.returncode == 0, r.stderr
     assert "netem on h1-s1 from 0.1 to 0.3 s: not modelled" in r.stderr
     assert json.loads(r.stdout)["notes"] == [r.stderr.strip().removeprefix("note: ")]

@@ -55,8 +55,9 @@ def test_a_disk_that_fills_mid_run_ends_the_batch_with_one_line(tmp_path):
         filler = threading.Thread(target=fill_when_agents_are_up, args=(out, stop), daemon=True)
         filler.start()
         try:
-            r = subprocess.run([sys.executable, "-m", "experiments", "run", str(cfg), "--target", "soft", "--repeat",
-                                "2", "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=300)
+            r = subprocess.run([sys.executable, "-m", "experiments", "run", str(cfg), "--no-sim", "--target", "soft",
+                                "--repeat", "2", "--out", str(out)], cwd=REPO, capture_output=True, text=True,
+                               timeout=300)
         finally:
             stop.set()
             filler.join(5)

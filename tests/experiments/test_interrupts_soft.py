@@ -48,7 +48,7 @@ def run(tmp_path: Path, signal_at: str, *extra: str) -> tuple[subprocess.Complet
     cfg.write_text(CONFIG)
     out = tmp_path / "out"
     with LabWatcher(tmp_path / "state") as labs:
-        r = subprocess.run([sys.executable, "-m", "experiments", "run", str(cfg), "--target", "soft",
+        r = subprocess.run([sys.executable, "-m", "experiments", "run", str(cfg), "--no-sim", "--target", "soft",
                             "--out", str(out), *extra], cwd=REPO, capture_output=True, text=True, timeout=RUN_S,
                            env=labs.env(**{SIGNAL_AT_ENV: signal_at}))
     return r, labs, out / "tiny"

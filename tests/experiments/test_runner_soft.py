@@ -120,7 +120,7 @@ def _check_start(run: Path, meta: dict) -> None:
 
 @pytest.mark.parametrize("target", ["soft", pytest.param("bmv2", marks=pytest.mark.bmv2)])
 def test_ci4_both_variants_exact_records_valid(tmp_path, target):
-    r = subprocess.run([sys.executable, "-m", "experiments", "run", str(CI4), "--target", target,
+    r = subprocess.run([sys.executable, "-m", "experiments", "run", str(CI4), "--no-sim", "--target", target,
                         "--out", str(tmp_path), "--no-report"],
                        capture_output=True, text=True, timeout=300, cwd=REPO)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
@@ -228,7 +228,7 @@ def test_a_stopped_twin_fails_the_run_as_hung(tmp_path):
 def test_sigint_to_the_runner_marks_the_run_and_writes_the_summary(tmp_path):
     config = _long_ci_config(tmp_path, repeats=3)
     out = tmp_path / "res"
-    proc = subprocess.Popen([sys.executable, "-m", "experiments", "run", str(config), "--target", "soft",
+    proc = subprocess.Popen([sys.executable, "-m", "experiments", "run", str(config), "--no-sim", "--target", "soft",
                              "--out", str(out), "--no-report"], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -84,7 +84,8 @@ def test_summary_json_sets_the_oracle_beside_the_measured_change(tmp_path, capsy
     out = capsys.readouterr().out
     assert "captured" in out and "efficiency" in out
     row = next(line.split() for line in out.splitlines() if line.strip().startswith("2 "))
-    assert row == ["2", "0.040", "0.030", "-25.0", "0.032", "0.016", "-50.0", "0.016", "0.50", "0.80"]
+    # (no simulation asked for: its two columns are empty)
+    assert row == ["2", "0.040", "0.030", "-25.0", "0.032", "0.016", "-50.0", "0.016", "0.50", "0.80", "-", "-"]
 
 
 def test_a_config_the_model_cannot_run_leaves_the_oracle_out(tmp_path, fake_spec):

@@ -17,7 +17,6 @@ and interface names: docs/topologies.md.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -31,7 +30,6 @@ from pathlib import Path
 from mininet.log import setLogLevel
 from mininet.net import Mininet
 
-from contract.files import write_atomic
 from topologies.network import health, shield
 from topologies.network.link_control import LinkControl, NetworkError
 from topologies.network.links import DEFAULT_MTU, LinkInfo, link_infos, mtu_for, netem_available
@@ -290,20 +288,8 @@ class TestbedNetwork:
         return health.hung(self.net.switches if self.net else [], self._probes, unresponsive_s)
 
     def dump_switches(self, out_dir: Path | str) -> dict[str, Path]:
-        """switches/<name>.json: every counter and register of every switch,
-        each file whole or not at all (contract.files.write_atomic: a full disk
-        leaves no file, nor a cut one).  An OSError names the switch and the
-        file and keeps its errno; files already written stay."""
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        written = {}
-        for name, client in self.clients.items():
-            data = cp.dump_switch(client, self.plans[name])
-            data.update(switch=name, target=self.target)
-            path = out_dir / f"{name}.json"
-            write_atomic(path, json.dumps(data, indent=1, sort_keys=True), f"switch {name}'s registers and counters")
-            written[name] = path
-        return written
+        """switches/<name>.json of every switch (controlplane.write_dumps)."""
+        return cp.write_dumps(self.clients, self.plans, self.target, out_dir)
 
     @property
     def _packet_bytes(self) -> int:

@@ -71,8 +71,8 @@ def test_a_run_where_host_shells_die_fails_with_the_reason(tmp_path):
                    '[[jobs]]\nranks = 2\nmessage_bytes = 4000\niterations = 1\n')
     with LabWatcher(tmp_path / "state") as labs:
         t0 = time.monotonic()
-        r = subprocess.run([sys.executable, "-m", "experiments", "run", str(cfg), "--target", "soft", "--out",
-                            str(tmp_path / "out"), "--no-report"], cwd=REPO, capture_output=True, text=True,
+        r = subprocess.run([sys.executable, "-m", "experiments", "run", str(cfg), "--no-sim", "--target", "soft",
+                            "--out", str(tmp_path / "out"), "--no-report"], cwd=REPO, capture_output=True, text=True,
                            timeout=120, env=labs.env(PATH=fake_mnexec(tmp_path, DIES)))
     assert r.returncode == exits.FAILED, r.stderr[-2000:]
     assert time.monotonic() - t0 < 60

@@ -1,0 +1,88 @@
+"""The simulation beside the measured runs: reading the simulation file the
+runner writes (``<experiment dir>/<stamp>-sim.json``, schema
+``symphony-sim/1``, written by experiments/summary.py from
+experiments/sim/predict.py), and what it says of the batch.
+
+    {"schema", "experiment", "stamp",
+     "scales": {"config" | "deployment": {"jobs": {"<id>": {"baseline_cct_s",
+                "symphony_cct_s", "cct_change_pct"}}, ["coarse"]}},
+     "runs": [{"scale", "repeat", "variant", "cached", "wall_s", "frames",
+               "events", ["error"]}]}
+
+``config``: the simulation at the config's own rates (the network the
+emulation emulates, without its artefacts); ``deployment``: the same
+scenario as the declared deployment would run it (docs/design.md,
+"Scaling").  Times are in the config's own units.
+
+``verdict``: where the two disagree on a job's change by more than
+AGREE_POINTS, the emulation at this scale cannot answer for a real cluster;
+the regime ratio furthest from the deployment's (analysis.regime's table,
+the runs' measured value where there is one, else the parameters' own) is
+named as the likely reason.  Pure but for ``find_sim`` and ``load_sim``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from analysis.records import batch_file, read_document
+
+SCHEMA = "symphony-sim/1"
+FILE_SUFFIX = "-sim.json"
+SCALES = ("config", "deployment")
+AGREE_POINTS = 5.0           # the two scales agree on a job's change within this many points
+
+
+def find_sim(run_dirs: Iterable[Path]) -> Path | None:
+    return batch_file(run_dirs, FILE_SUFFIX)
+
+
+def load_sim(path: Path, sink: list[str]) -> dict[str, Any] | None:
+    return read_document(path, sink, SCHEMA, "a simulation", "scales")
+
+
+def job_figures(doc: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """job -> {scale: {baseline_cct_s, symphony_cct_s, cct_change_pct}}."""
+    out: dict[str, dict[str, Any]] = {}
+    for scale in SCALES:
+        for job, row in (((doc or {}).get("scales") or {}).get(scale) or {}).get("jobs", {}).items():
+            out.setdefault(job, {})[scale] = row
+    return out
+
+
+def furthest_ratio(regime_rows: list[dict[str, Any]], job: str) -> tuple[str, float, float] | None:
+    """(ratio, value here, the deployment's) of the job's regime ratio
+    furthest (by factor) from the deployment's."""
+    best = None
+    for row in regime_rows:
+        if row.get("job") != job or row.get("unit") != "ratio" or not row.get("target"):
+            continue
+        measured = [v for v in (row.get("measured") or {}).values() if v]
+        value = measured[0] if measured else row.get("design")
+        if not value or value <= 0:
+            continue
+        off = abs(math.log(value / row["target"]))
+        if best is None or off > best[0]:
+            best = (off, row["quantity"], value, row["target"])
+    return best[1:] if best else None
+
+
+def verdict(jobs: dict[str, dict[str, Any]], regime_rows: list[dict[str, Any]]) -> list[str]:
+    """One line per job whose change differs by more than AGREE_POINTS
+    between the config's scale and the deployment's (module docstring)."""
+    lines = []
+    for job, scales in jobs.items():
+        here = (scales.get("config") or {}).get("cct_change_pct")
+        there = (scales.get("deployment") or {}).get("cct_change_pct")
+        if here is None or there is None or abs(here - there) <= AGREE_POINTS:
+            continue
+        line = (f"job {job}: the simulation gives {here:+.1f} % at the config's rates and {there:+.1f} % at the "
+                f"deployment's scale: the emulation at this scale cannot answer for a real cluster")
+        far = furthest_ratio(regime_rows, job)
+        if far:
+            line += f"; the regime ratio furthest from the deployment's: {far[0]} {far[1]:.3g} (there {far[2]:.3g})"
+        lines.append(line)
+    return lines

@@ -1,0 +1,198 @@
+"""One scaling of a scenario, for the emulation's ``--scale K`` and the
+simulation's ``--deployment`` alike (docs/design.md, "Scaling").  Pure.
+
+A scenario keeps its shape in units of its own ring step when its durations
+(compute and straggle delays, jitter start times, windows and netem delays,
+deadlines, DCQCN's step_ms) scale by a time factor t, its link rates by a
+rate factor r and its bytes (message sizes) by t x r: a step at line rate
+lasts t times as long, and everything else happens at the same point of it.
+
+- ``--scale K``: t = K, r = 1.  Same network, K times the bytes per step, so
+  steps are K times as many RTTs and DCQCN periods long (link delays and
+  the machine's timer floor stay: they are the network's and the machine's).
+- ``--deployment``: the declared deployment (hosts.dcqcn_regime.DEPLOYMENT)
+  runs the scenario: host links at its line rate, every other link at the
+  same ratio to them; t so that a step at line rate lasts as long as the
+  deployment's; and the network's own parameters the deployment's: link
+  delays (its base RTT over the longest path), ECN thresholds and queue
+  depth, DCQCN's published values, its packet size and transport timers.
+  ``coarse`` C > 1 makes every packet C of the deployment's (a queue, ECN
+  threshold or packet count in packets divides by C): the simulation's
+  option for speed, measured against full packets.
+
+Times measured on a scaled run are reported in the config's own units,
+divided by ``time`` (``Scaling.time``; meta.json and the summary say it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+
+from experiments.config.spec import ExperimentSpec, JobConfig, RunnerParams
+from hosts import dcqcn, ring
+from hosts.dcqcn_regime import DEPLOYMENT, Deployment
+from hosts.udp.params import UdpParams
+from topologies.spec.routes import path_links
+from topologies.spec.topo import TopoParams, build
+from topologies.switch.params import EcnParams
+
+MAX_COARSE = 64                  # a data packet's length field holds 65,535 bytes
+DEFAULT_ACK_EVERY = UdpParams().ack_every
+DEFAULT_BURST = UdpParams().burst_packets
+TIMED = ("start_s", "duration_s", "delay_s")      # a jitter entry's durations
+NETEM_TIMES = ("delay_ms", "jitter_ms")           # scaled with the scenario under --deployment only
+RATES = ("rate_mbit",)                            # a squeeze's or cross traffic's rate
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """time: durations' factor; rate: link rates'; bytes: their product;
+    deployment: the network's parameters are the deployment's; coarse:
+    deployment packets per simulated packet."""
+
+    time: float
+    rate: float = 1.0
+    deployment: bool = False
+    coarse: int = 1
+
+    def __post_init__(self):
+        for name in ("time", "rate"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ValueError(f"scaling: {name} must be a positive finite number, got {v!r}")
+        if not isinstance(self.coarse, int) or not 1 <= self.coarse <= MAX_COARSE:
+            raise ValueError(f"scaling: coarse must be an integer in 1..{MAX_COARSE}, got {self.coarse!r}")
+        if self.coarse > 1 and not self.deployment:
+            raise ValueError("scaling: coarse packets are the deployment simulation's option only")
+
+    @property
+    def bytes(self) -> float:
+        return self.time * self.rate
+
+    @property
+    def identity(self) -> bool:
+        return self == Scaling(1.0)
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "bytes": self.bytes}
+
+
+def step_s(spec: ExperimentSpec) -> float:
+    """The scenario's ring step: its largest chunk at the host line rate."""
+    rate = spec.topology.host_rate_mbit
+    if not rate:
+        raise ValueError("scaling needs topology.host_rate_mbit: there is no line rate to scale from")
+    return max(dcqcn.step_time_s(j.message_bytes, j.ranks, rate * 1e6) for j in spec.jobs)
+
+
+def deployment_scaling(spec: ExperimentSpec, coarse: int = 1, d: Deployment = DEPLOYMENT) -> Scaling:
+    """The deployment's: host links at its line rate, a step at line rate
+    as long as its step."""
+    return Scaling(time=d.step_s / step_s(spec), rate=d.line_rate_bps / (spec.topology.host_rate_mbit * 1e6),
+                   deployment=True, coarse=coarse)
+
+
+# --- the pieces ------------------------------------------------------------------
+
+def _times(x, f: float):
+    """A number or a [low, high] range, times f."""
+    return [v * f for v in x] if isinstance(x, list) else x * f
+
+
+def _message(nbytes: int, ranks: int, f: float) -> int:
+    """Bytes scaled, whole float32 elements, at least one per rank."""
+    return max(ranks, round(nbytes * f / ring.ITEM)) * ring.ITEM
+
+
+def longest_path_links(topo) -> int:
+    """Links on the longest path between two hosts (star 2, dumbbell 3, leaf-spine 4)."""
+    hosts = [h.name for h in topo.hosts]
+    return max(len(path_links(topo, a, b)) for a in hosts for b in hosts if a != b)
+
+
+def link_delay_ms(topo, d: Deployment = DEPLOYMENT) -> float:
+    """Every link's one-way delay under --deployment: the deployment's base
+    RTT over the longest path there and back."""
+    return d.base_rtt_s / (2 * longest_path_links(topo)) * 1e3
+
+
+def _topology(spec: ExperimentSpec, sc: Scaling, d: Deployment) -> TopoParams:
+    t = spec.topology
+    rates = {k: getattr(t, k) * sc.rate if getattr(t, k) else getattr(t, k)
+             for k in ("host_rate_mbit", "fabric_rate_mbit")}
+    if not sc.deployment:
+        return replace(t, **rates)
+    delay = link_delay_ms(spec.topo, d)
+    depth = max(1, round(d.queue_bytes / d.packet_bytes / sc.coarse))
+    return replace(t, **rates, host_delay_ms=delay, fabric_delay_ms=delay, queue_depth_pkts=depth)
+
+
+def _udp(job: JobConfig, sc: Scaling, d: Deployment) -> dict:
+    """--deployment: the deployment's packets and the transport's timers from
+    its base RTT; the window derived again (experiments.config.inflight)."""
+    if not sc.deployment:
+        return dict(job.udp)
+    rtt_ms = d.base_rtt_s * 1e3
+    return {"payload_bytes": d.packet_bytes * sc.coarse,
+            "ack_every": max(1, round(DEFAULT_ACK_EVERY / sc.coarse)),
+            "burst_packets": max(1, round(DEFAULT_BURST / sc.coarse)),
+            "ack_delay_ms": rtt_ms,                       # an RTT: ack_every packets arrive far sooner
+            "rto_ms": max(1.0, 100 * rtt_ms),             # above the RTT behind a full queue
+            "rto_max_ms": 100.0}
+
+
+def _job(job: JobConfig, sc: Scaling, d: Deployment) -> JobConfig:
+    deadlines = {k: v * sc.time for k, v in job.deadlines.items()}
+    return replace(job, message_bytes=_message(job.message_bytes, job.ranks, sc.bytes), udp=_udp(job, sc, d),
+                   deadlines=deadlines)
+
+
+def _jitter(entry: dict, sc: Scaling) -> dict:
+    e = dict(entry)
+    for k in TIMED:
+        if k in e:
+            e[k] = _times(e[k], sc.time)
+    for k in RATES:
+        if k in e:
+            e[k] = _times(e[k], sc.rate)
+    if sc.deployment:
+        for k in NETEM_TIMES:
+            if k in e:
+                e[k] = _times(e[k], sc.time)
+        if e["kind"] == "cross":
+            e["packet_bytes"] = e["packet_bytes"] * sc.coarse      # as many datagrams per step
+    return e
+
+
+def _dcqcn(spec: ExperimentSpec, sc: Scaling) -> dict:
+    """--deployment: the deployment's published DCQCN (no overrides, no
+    step-derived timers); --scale: the step the timers derive from, scaled."""
+    if sc.deployment:
+        return {"preset": spec.dcqcn["preset"] if spec.dcqcn["preset"] == dcqcn.PRESET_OFF else "paper"}
+    out = dict(spec.dcqcn)
+    if "step_ms" in out:
+        out["step_ms"] = out["step_ms"] * sc.time
+    return out
+
+
+def _ecn(spec: ExperimentSpec, sc: Scaling, d: Deployment) -> EcnParams:
+    if not sc.deployment:
+        return spec.ecn
+    return EcnParams(kmin=max(1, round(d.kmin_bytes / d.packet_bytes / sc.coarse)),
+                     kmax=max(1, round(d.kmax_bytes / d.packet_bytes / sc.coarse)), pmax=d.pmax)
+
+
+def scale(spec: ExperimentSpec, sc: Scaling, d: Deployment = DEPLOYMENT) -> ExperimentSpec:
+    """The scenario scaled (module docstring); the same hosts, jobs and
+    placement.  Its job files are checked as any run's are (hosts.job)."""
+    if sc.identity:
+        return spec
+    topology = _topology(spec, sc, d)
+    runner = RunnerParams(spec.runner.run_deadline_s * sc.time if spec.runner.run_deadline_s else None)
+    symphony = spec.symphony
+    if sc.deployment:
+        symphony = replace(symphony, k_sym=math.ceil(symphony.k_sym / sc.coarse))
+    return replace(spec, topology=topology, topo=build(topology), jobs=tuple(_job(j, sc, d) for j in spec.jobs),
+                   dcqcn=_dcqcn(spec, sc), ecn=_ecn(spec, sc, d), symphony=symphony,
+                   jitter=tuple(_jitter(e, sc) for e in spec.jitter), runner=runner)

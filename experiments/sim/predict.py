@@ -1,0 +1,189 @@
+"""What the simulation says of a batch's scenario, beside the oracle: per
+job, the baseline and Symphony CCT and the change, from the simulation at
+the config's own rates and at the declared deployment's scale, on each
+repeat's jitter schedule (as the runs apply it: the same fallbacks).
+
+Each (scale, repeat, variant) is one simulated run, its CCTs those of
+analysis.metrics (as for every run), its records then dropped; its figures
+are cached under a key of everything that decides them (the scaled spec,
+the repeat, the variant, the schedule's fallbacks, the simulation's source),
+so a second batch of the same scenario costs nothing.  Runs go to worker
+processes, one per core.  Times are in the config's own units.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import functools
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from statistics import mean
+
+from analysis.metrics import run_metrics
+from analysis.records import load_run
+from experiments.config import ExperimentSpec, job_specs
+from experiments.config.scale import Scaling, deployment_scaling, scale
+from experiments.jitter import schedule as J
+from experiments.plan import run_plan, wall_deadline_s
+from experiments.sim.run import run_sim
+from experiments.supervise import RunFailed, RunResult
+
+SCALES = ("config", "deployment")
+SIM_CACHE = ".sim-cache"         # under the results root (--out): the figures, by what decides them
+# the deployment's packets per simulated packet in a batch's prediction:
+# measured against full packets in experiments/README.md ("Simulation")
+PREDICTION_COARSE = 32
+SOURCE_DIRS = ("contract", "hosts", "topologies", "experiments/sim", "experiments/config", "experiments/jitter",
+               "analysis")
+REPO = Path(__file__).resolve().parents[2]
+
+
+@functools.cache
+def source_digest() -> str:
+    """A digest of the code a simulated run's figures depend on: a change to
+    any of it makes every cached figure stale."""
+    h = hashlib.sha256()
+    for d in SOURCE_DIRS:
+        for p in sorted((REPO / d).rglob("*.py")):
+            h.update(str(p.relative_to(REPO)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@dataclass(frozen=True, eq=False)      # a task is itself (its spec holds unhashable parts)
+class Task:
+    scale: str                  # "config" | "deployment"
+    repeat: int
+    variant: str
+    spec: ExperimentSpec        # scaled
+    scaling: Scaling | None
+    via: str                    # how the runs applied netem (topologies.network.links.delay_via)
+
+    def key(self) -> str:
+        doc = {"spec": self.spec.as_dict(keep_none=True), "repeat": self.repeat, "variant": self.variant,
+               "scaling": self.scaling.as_dict() if self.scaling else None, "via": self.via,
+               "source": source_digest()}
+        return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def schedule(spec: ExperimentSpec, repeat: int, via: str) -> list[dict]:
+    """A repeat's jitter as the runs apply it (plan.run_plan's rule, the
+    runs' fallbacks): the scaled spec's own draws, which are the runs' draws
+    scaled."""
+    return J.apply_fallbacks(J.make_schedule(spec, repeat), via)[0]
+
+
+def simulate(task: Task, workdir: Path) -> dict:
+    """One simulated run: per job its mean CCT (config units), and the
+    simulation's own figures; {"error": ...} when the run failed."""
+    spec = task.spec
+    events = schedule(spec, task.repeat, task.via)
+    plan = run_plan(spec, task.variant, task.repeat, netem_ok=True, target="sim")
+    plan = replace(plan, schedule=tuple(events), jobs=tuple(job_specs(spec, J.straggles(events))))
+    run_dir = Path(tempfile.mkdtemp(prefix="symsim-", dir=workdir))
+    try:
+        meta = {"variant": task.variant, "repeat": task.repeat, "status": "running"}
+        res = RunResult(run_dir, task.variant, task.repeat)
+        try:
+            run_sim(plan, run_dir, res, meta, wall_deadline_s(spec, plan.jobs),
+                    data=not (task.scaling and task.scaling.deployment))
+            meta["status"] = "ok"
+        except RunFailed as exc:
+            return {"error": str(exc)}
+        (run_dir / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = load_run(run_dir)
+        f = 1.0 / task.scaling.time if task.scaling else 1.0
+        jobs = {job: {"cct_mean_s": mean(j["cct_s"]) * f if j["cct_s"] else None}
+                for job, j in run_metrics(run.events, run.switches, run.config, run.jitter)["jobs"].items()}
+        return {"jobs": jobs, "sim": meta.get("sim", {})}
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def progress_lines(total: int, say: Callable[[str], None]) -> Callable[[Task, dict], None]:
+    """A progress callback for predict: one line per simulated run, through say."""
+    done = [0]
+
+    def progress(task: Task, result: dict) -> None:
+        done[0] += 1
+        how = "cached" if result.get("cached") else f"{(result.get('sim') or {}).get('wall_s', 0):.0f} s"
+        say(f"simulation {done[0]}/{total}: {task.scale} rep {task.repeat} {task.variant} ({how}"
+            + (f"; failed: {result['error']}" if "error" in result else "") + ")")
+    return progress
+
+
+def _run_cached(task: Task, cache: Path) -> dict:
+    path = cache / f"{task.key()}.json"
+    try:
+        return {**json.loads(path.read_text(encoding="utf-8")), "cached": True}
+    except (OSError, ValueError):
+        pass
+    out = simulate(task, cache)
+    if "error" not in out:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(out), encoding="utf-8")
+        os.replace(tmp, path)
+    return out
+
+
+def tasks(spec: ExperimentSpec, repeats: list[int], via: str, coarse: int = PREDICTION_COARSE) -> list[Task]:
+    """Every (scale, repeat, variant) of a batch's prediction."""
+    dep = deployment_scaling(spec, coarse)
+    scaled = {"config": (spec, None), "deployment": (scale(spec, dep), dep)}
+    return [Task(name, rep, v, *scaled[name], via) for name in SCALES for rep in repeats for v in spec.variants]
+
+
+def predict(spec: ExperimentSpec, repeats: list[int], via: str, cache: Path, workers: int | None = None,
+            progress: Callable[[Task, dict], None] = lambda t, r: None, coarse: int = PREDICTION_COARSE) -> dict:
+    """The simulation's figures for a batch (module docstring), as
+    {"scales": {scale: {"jobs": {job: {baseline_cct_s, symphony_cct_s,
+    cct_change_pct}}}}, "runs": [...]}; progress(task, result) after each."""
+    cache.mkdir(parents=True, exist_ok=True)
+    todo = tasks(spec, repeats, via, coarse)
+    workers = workers or min(len(todo), os.cpu_count() or 1)
+    results: dict[Task, dict] = {}
+    if workers <= 1:
+        for t in todo:
+            results[t] = _run_cached(t, cache)
+            progress(t, results[t])
+    else:
+        with cf.ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(_run_cached, t, cache): t for t in todo}
+            for fut in cf.as_completed(futures):
+                t = futures[fut]
+                results[t] = fut.result()
+                progress(t, results[t])
+    return summarise(spec, todo, results)
+
+
+def summarise(spec: ExperimentSpec, todo: list[Task], results: dict[Task, dict]) -> dict:
+    scales = {}
+    for name in SCALES:
+        per: dict[str, dict[str, list[float]]] = {}
+        for t in todo:
+            r = results.get(t, {})
+            for job, row in r.get("jobs", {}).items():
+                if t.scale == name and row["cct_mean_s"] is not None:
+                    per.setdefault(job, {}).setdefault(t.variant, []).append(row["cct_mean_s"])
+        jobs = {}
+        for job, variants in per.items():
+            b = mean(variants["baseline"]) if variants.get("baseline") else None
+            s = mean(variants["symphony"]) if variants.get("symphony") else None
+            jobs[job] = {"baseline_cct_s": b, "symphony_cct_s": s,
+                         "cct_change_pct": (s - b) / b * 100 if b and s is not None else None}
+        scales[name] = {"jobs": jobs}
+    scales["deployment"]["coarse"] = next((t.scaling.coarse for t in todo if t.scaling), None)
+    runs = [{"scale": t.scale, "repeat": t.repeat, "variant": t.variant, "cached": results[t].get("cached", False),
+             **({"error": results[t]["error"]} if "error" in results[t] else {}),
+             **{k: results[t].get("sim", {}).get(k) for k in ("wall_s", "frames", "events")}} for t in todo
+            if t in results]
+    return {"scales": scales, "runs": runs}
