@@ -11,7 +11,7 @@ from typing import Any
 
 from analysis import metrics as m
 from analysis.oracle import CAPTURE_MIN_PCT
-from analysis.regime import RECOVERED
+from analysis.regime import RECOVERED, REGIME_FACTOR, describe
 
 
 def _f(x: Any, fmt: str = "{:.3f}") -> str:
@@ -56,6 +56,7 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
         lines += _oracle_markdown(summary)
     if any(row.get("sim") for row in summary.get("jobs", {}).values()):
         lines += _sim_markdown(summary)
+    lines += _regime_verdict_markdown(summary)
     if (summary.get("regime") or {}).get("rows"):
         lines += _regime_markdown(summary)
     if summary.get("multi_job"):
@@ -189,6 +190,28 @@ def _sim_markdown(summary: dict[str, Any]) -> list[str]:
         lines.append(f"- **{line}**")
     if summary.get("sim_verdict"):
         lines.append("")
+    return lines
+
+
+def _regime_verdict_markdown(summary: dict[str, Any]) -> list[str]:
+    """Per job: in the deployment's regime or not (analysis.regime.verdict);
+    an out-of-regime job's measured change is not the scenario's answer."""
+    verdicts = (summary.get("regime") or {}).get("verdicts") or {}
+    known = {job: v for job, v in verdicts.items() if v.get("in_regime") is not None}
+    if not known:
+        return []
+    lines = ["### In the deployment's regime?", ""]
+    for job, v in known.items():
+        line = f"- job {job}: {describe(v)}"
+        if not v["in_regime"]:
+            dep = ((summary["jobs"].get(job) or {}).get("sim") or {}).get("deployment") or {}
+            line += (". **Its measured change is this emulation's at this scale, not the scenario's answer**"
+                     + (f"; at the deployment's scale the simulation gives {_pct(dep.get('cct_change_pct'))}"
+                        if dep.get("cct_change_pct") is not None else ""))
+        lines.append(line)
+    lines += ["", f"The ratios that decide the outcome (RTT, DCQCN's periods and recovery, each per ring step at line "
+              f"rate; ECN thresholds per bandwidth-delay product) against the declared deployment's: in regime when "
+              f"each is within a factor {REGIME_FACTOR:g} of it (the regime table below has every ratio).", ""]
     return lines
 
 

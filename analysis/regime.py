@@ -10,7 +10,10 @@ job's parameters beside the runs, ``<experiment dir>/<stamp>-regime.json``
      "targets": {ratio: the deployment's value}  (hosts.dcqcn.regime_targets),
      "labels": {ratio: what it is}               (hosts.dcqcn.RATIO_LABELS),
      "jobs": {"<id>": {"preset", "line_rate_bps", "step_s" (the step the
-              timers derive from), "periods": {"alpha", "decrease",
+              timers derive from), "line_step_s" (the job's step at line
+              rate: its largest chunk's bits over the line rate),
+              "at_line_step": {ratio: the parameters' own value at
+              line_step_s}, "periods": {"alpha", "decrease",
               "increase", "cnp"} (s), "recovery_s", "climb_s", "design":
               {ratio: the parameters' own value at step_s}, "drift": [ratios
               not kept], "kmin_pkts", "kmax_pkts", "frame_bytes"}
@@ -238,3 +241,72 @@ def table(by_variant: dict[str, dict[str, dict[str, Any]]], doc: dict[str, Any] 
         for name in TABLE_RATIOS:
             row(name, "ratio", {v: x.get(name) for v, x in r.items()}, design.get(name), targets.get(name))
     return rows
+
+
+# ---------------------------------------------------------------- in regime or not
+
+# The ratios that decide Symphony's outcome under DCQCN (issue 22): the RTT,
+# DCQCN's periods and its recovery, each per ring step, and the marking
+# thresholds per bandwidth-delay product.
+VERDICT_RATIOS = ("rtt_per_step", "step_per_alpha_period", "step_per_decrease_period", "step_per_increase_period",
+                  "recovery_per_step", "kmin_per_bdp", "kmax_per_bdp")
+# "In regime": every one of them within this factor of the deployment's.
+REGIME_FACTOR = 2.0
+
+
+def verdict_ratios(measured: dict[str, Any], job_doc: dict[str, Any] | None) -> dict[str, float]:
+    """One job's VERDICT_RATIOS, each counted in the job's step at line rate
+    (the deployment's targets are): the parameters' own ratios there, the
+    RTT the runs measured (the emulator's floor included) over it, the
+    thresholds over the measured bandwidth-delay product."""
+    jd = job_doc or {}
+    out = {k: v for k, v in (jd.get("at_line_step") or {}).items() if k in VERDICT_RATIOS}
+    step = jd.get("line_step_s")
+    if step and measured.get("rtt_min_s"):
+        out["rtt_per_step"] = measured["rtt_min_s"] / step
+    measured_ratios = ratios(measured, jd) if measured.get("step_s") else {}
+    for k in ("kmin_per_bdp", "kmax_per_bdp"):
+        if k in measured_ratios:
+            out[k] = measured_ratios[k]
+    return out
+
+
+def verdict(values: dict[str, float], targets: dict[str, float]) -> dict[str, Any]:
+    """In regime, or not with every ratio off by more than REGIME_FACTOR (its
+    value, the target, the factor); None when the RTT is unknown (nothing
+    measured: no verdict)."""
+    if "rtt_per_step" not in values:
+        return {"in_regime": None, "off": []}
+    off = []
+    for name in VERDICT_RATIOS:
+        v, t = values.get(name), targets.get(name)
+        if not v or not t:
+            continue
+        factor = max(v / t, t / v)
+        if factor > REGIME_FACTOR:
+            off.append({"ratio": name, "value": v, "target": t, "factor": factor})
+    off.sort(key=lambda o: -o["factor"])
+    return {"in_regime": not off, "off": off}
+
+
+def job_verdicts(by_variant: dict[str, dict[str, dict[str, Any]]], doc: dict[str, Any] | None) -> dict[str, dict]:
+    """Per job: the verdict on the baseline's measured figures (else the
+    first variant's)."""
+    targets = (doc or {}).get("targets") or {}
+    jobs_doc = (doc or {}).get("jobs") or {}
+    variants = list(by_variant)
+    out = {}
+    for job in job_order(set().union(*(set(v) for v in by_variant.values())) if by_variant else set()):
+        measured = next((by_variant[v][job] for v in ["baseline", *variants] if job in by_variant.get(v, {})), {})
+        out[job] = verdict(verdict_ratios(measured, jobs_doc.get(job)), targets)
+    return out
+
+
+def describe(v: dict[str, Any]) -> str:
+    """A verdict in a few words: "in regime", or the ratios off and by how much."""
+    if v.get("in_regime") is None:
+        return "regime unknown"
+    if v["in_regime"]:
+        return "in regime"
+    return "out of regime: " + ", ".join(f"{o['ratio']} {o['value']:.3g} (deployment {o['target']:.3g}, "
+                                         f"x{o['factor']:.3g} off)" for o in v["off"])

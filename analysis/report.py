@@ -208,12 +208,12 @@ def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = No
     out["jobs"] = job_comparison(out["variants"], oracle, analysed)
     measured = {v: rg.summarise(use[v][0]) for v in variants}
     out["regime"] = {"measured": measured, "rows": rg.table(measured, regime),
-                     "labels": (regime or {}).get("labels") or {}}
+                     "labels": (regime or {}).get("labels") or {}, "verdicts": rg.job_verdicts(measured, regime)}
     out["oracle_threshold"] = oracle.get("threshold") if oracle else None
     simulated = job_figures(sim)
     for job, row in out["jobs"].items():
         row["sim"] = simulated.get(job)
-    out["sim_verdict"] = verdict(simulated, out["regime"]["rows"])
+    out["sim_verdict"] = verdict(simulated, out["regime"]["verdicts"])
     out["sim_coarse"] = (((sim or {}).get("scales") or {}).get("deployment") or {}).get("coarse")
     return out
 

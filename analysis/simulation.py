@@ -23,7 +23,6 @@ named as the likely reason.  Pure but for ``find_sim`` and ``load_sim``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -53,26 +52,11 @@ def job_figures(doc: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     return out
 
 
-def furthest_ratio(regime_rows: list[dict[str, Any]], job: str) -> tuple[str, float, float] | None:
-    """(ratio, value here, the deployment's) of the job's regime ratio
-    furthest (by factor) from the deployment's."""
-    best = None
-    for row in regime_rows:
-        if row.get("job") != job or row.get("unit") != "ratio" or not row.get("target"):
-            continue
-        measured = [v for v in (row.get("measured") or {}).values() if v]
-        value = measured[0] if measured else row.get("design")
-        if not value or value <= 0:
-            continue
-        off = abs(math.log(value / row["target"]))
-        if best is None or off > best[0]:
-            best = (off, row["quantity"], value, row["target"])
-    return best[1:] if best else None
-
-
-def verdict(jobs: dict[str, dict[str, Any]], regime_rows: list[dict[str, Any]]) -> list[str]:
+def verdict(jobs: dict[str, dict[str, Any]], regime_verdicts: dict[str, dict[str, Any]]) -> list[str]:
     """One line per job whose change differs by more than AGREE_POINTS
-    between the config's scale and the deployment's (module docstring)."""
+    between the config's scale and the deployment's (module docstring),
+    naming the regime ratio furthest from the deployment's
+    (analysis.regime.job_verdicts' first ratio off)."""
     lines = []
     for job, scales in jobs.items():
         here = (scales.get("config") or {}).get("cct_change_pct")
@@ -81,8 +65,10 @@ def verdict(jobs: dict[str, dict[str, Any]], regime_rows: list[dict[str, Any]]) 
             continue
         line = (f"job {job}: the simulation gives {here:+.1f} % at the config's rates and {there:+.1f} % at the "
                 f"deployment's scale: the emulation at this scale cannot answer for a real cluster")
-        far = furthest_ratio(regime_rows, job)
-        if far:
-            line += f"; the regime ratio furthest from the deployment's: {far[0]} {far[1]:.3g} (there {far[2]:.3g})"
+        off = (regime_verdicts.get(job) or {}).get("off") or []
+        if off:
+            o = off[0]
+            line += (f"; the regime ratio furthest from the deployment's: {o['ratio']} {o['value']:.3g} "
+                     f"(there {o['target']:.3g})")
         lines.append(line)
     return lines

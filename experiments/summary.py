@@ -22,6 +22,9 @@ from analysis.oracle import job_comparison
 from analysis.records import load_run
 from analysis.regime import FILE_SUFFIX as REGIME_SUFFIX
 from analysis.regime import SCHEMA as REGIME_SCHEMA
+from analysis.regime import describe as rg_describe
+from analysis.regime import verdict as rg_verdict
+from analysis.regime import verdict_ratios as rg_verdict_ratios
 from analysis.report import analyse_run, summarise, write_report
 from analysis.simulation import FILE_SUFFIX as SIM_SUFFIX
 from analysis.simulation import SCALES as SIM_SCALES
@@ -99,7 +102,10 @@ def job_regime(js: JobSpec, kmin_pkts: float, kmax_pkts: float) -> dict | None:
     design = dcqcn.regime_ratios(p, step)
     targets = dcqcn.regime_targets()
     drift = [n for n in design if n in targets and not math.isclose(design[n], targets[n], rel_tol=0.1)]
+    # the scenario's own step (its chunk at line rate), which the deployment's targets count in
+    line_step = dcqcn.step_time_s(js.message_bytes, js.n_ranks, js.line_rate_bps)
     return {"preset": js.dcqcn_preset, "line_rate_bps": p.line_rate_bps, "step_s": step,
+            "line_step_s": line_step, "at_line_step": dcqcn.regime_ratios(p, line_step),
             "periods": {"alpha": p.alpha_period_s, "decrease": p.decrease_period_s,
                         "increase": p.increase_period_s, "cnp": p.cnp_interval_s},
             "recovery_s": design["recovery_per_step"] * step, "climb_s": design["climb_per_step"] * step,
@@ -169,7 +175,8 @@ def summary(spec: ExperimentSpec, results: list[RunResult], analysed: list[dict 
             row["status"] = analysed[i]["status"]
             row["reason"] = analysed[i]["reason"] or r.reason
             a = analysed[i]["summary"]
-            row.update(cct_mean_s=a["cct_mean_s"], misalignment_mean=a["misalignment_mean"])
+            row.update(cct_mean_s=a["cct_mean_s"], misalignment_mean=a["misalignment_mean"],
+                       regime=run_regime(analysed[i], regime))
         runs.append(row)
     return {
         "experiment": spec.name,
@@ -214,6 +221,34 @@ def _times(v, f: float):
     if isinstance(v, list):
         return [_times(x, f) for x in v]
     return v
+
+
+def run_regime(analysed_run: dict, regime: dict | None) -> dict[str, str]:
+    """One run's regime verdict per job (analysis.regime.verdict), in words."""
+    out = {}
+    for job, x in (analysed_run.get("regime") or {}).items():
+        measured = {"rtt_min_s": x.get("rtt_min_s"), "step_s": x.get("step_median_s")}
+        jdoc = ((regime or {}).get("jobs") or {}).get(job)
+        out[job] = rg_describe(rg_verdict(rg_verdict_ratios(measured, jdoc), (regime or {}).get("targets") or {}))
+    return out
+
+
+def regime_lines(summ: dict) -> list[str]:
+    """Per job, whether the batch ran in the deployment's regime; where it
+    did not, its measured change is this emulation's at this scale, not the
+    scenario's answer, and the simulation's at the deployment's scale is."""
+    lines = []
+    for job, v in ((summ.get("regime") or {}).get("verdicts") or {}).items():
+        if v.get("in_regime") is None:
+            continue
+        line = f"job {job}: {rg_describe(v)}"
+        if not v["in_regime"]:
+            dep = (((summ.get("jobs") or {}).get(job) or {}).get("sim") or {}).get("deployment") or {}
+            line += ("; its measured change is this emulation's at this scale, not the scenario's answer"
+                     + (f"; at the deployment's scale the simulation gives {dep['cct_change_pct']:+.1f} %"
+                        if dep.get("cct_change_pct") is not None else ""))
+        lines.append(line)
+    return lines
 
 
 def table(summ: dict) -> str:
@@ -309,6 +344,8 @@ def _print_summary(spec: ExperimentSpec, results: list[RunResult], summ: dict, w
               " / oracle change; efficiency = oracle / measured baseline CCT):")
         print(jobs_table(summ["jobs"], "  "))
     for line in summ.get("sim_verdict") or []:
+        print(f"  {line}")
+    for line in regime_lines(summ):
         print(f"  {line}")
     if summ["variants"]:
         print(table(summ))

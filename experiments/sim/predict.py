@@ -121,7 +121,7 @@ def progress_lines(total: int, say: Callable[[str], None]) -> Callable[[Task, di
     return progress
 
 
-def _run_cached(task: Task, cache: Path) -> dict:
+def run_cached(task: Task, cache: Path) -> dict:
     path = cache / f"{task.key()}.json"
     try:
         return {**json.loads(path.read_text(encoding="utf-8")), "cached": True}
@@ -153,11 +153,11 @@ def predict(spec: ExperimentSpec, repeats: list[int], via: str, cache: Path, wor
     results: dict[Task, dict] = {}
     if workers <= 1:
         for t in todo:
-            results[t] = _run_cached(t, cache)
+            results[t] = run_cached(t, cache)
             progress(t, results[t])
     else:
         with cf.ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_run_cached, t, cache): t for t in todo}
+            futures = {pool.submit(run_cached, t, cache): t for t in todo}
             for fut in cf.as_completed(futures):
                 t = futures[fut]
                 results[t] = fut.result()

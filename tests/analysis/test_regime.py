@@ -102,3 +102,22 @@ def test_a_file_of_another_schema_is_left_out_with_a_warning(tmp_path):
         assert rg.load_regime(path, sink) is None
     assert "not a regime file" in sink[0]
 
+
+
+def test_a_run_is_in_regime_when_every_deciding_ratio_is_within_a_factor_two():
+    verdict, describe, job_verdicts, REGIME_FACTOR = rg.verdict, rg.describe, rg.job_verdicts, rg.REGIME_FACTOR
+    targets = {"rtt_per_step": 0.001, "step_per_decrease_period": 200, "kmin_per_bdp": 3.2}
+    assert verdict({"rtt_per_step": 0.0019, "step_per_decrease_period": 110, "kmin_per_bdp": 6.0}, targets) == \
+        {"in_regime": True, "off": []}
+    v = verdict({"rtt_per_step": 0.05, "step_per_decrease_period": 210, "kmin_per_bdp": 0.5}, targets)
+    assert v["in_regime"] is False and [o["ratio"] for o in v["off"]] == ["rtt_per_step", "kmin_per_bdp"]
+    assert v["off"][0]["factor"] == 50 > REGIME_FACTOR
+    assert describe(v).startswith("out of regime: rtt_per_step 0.05 (deployment 0.001, x50 off)")
+    assert verdict({}, targets)["in_regime"] is None and describe(verdict({}, targets)) == "regime unknown"
+    # the RTT counts against the step at line rate, the thresholds against the measured BDP
+    doc = {"targets": targets, "jobs": {"1": {"line_step_s": 0.01, "line_rate_bps": 1e11, "frame_bytes": 1000,
+                                              "kmin_pkts": 400, "at_line_step": {"step_per_decrease_period": 200}}}}
+    verdicts = job_verdicts({"baseline": {"1": {"rtt_min_s": 0.00001, "step_s": 0.05}}}, doc)
+    assert verdicts["1"] == {"in_regime": True, "off": []}
+    verdicts = job_verdicts({"baseline": {"1": {"rtt_min_s": 0.001, "step_s": 0.05}}}, doc)
+    assert [o["ratio"] for o in verdicts["1"]["off"]] == ["rtt_per_step", "kmin_per_bdp"]

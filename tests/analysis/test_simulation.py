@@ -2,19 +2,17 @@
 job, and the line that says where the config's scale and the deployment's
 disagree, naming the regime ratio furthest from the deployment's."""
 
-from analysis.simulation import AGREE_POINTS, furthest_ratio, job_figures, verdict
+from analysis.regime import job_verdicts
+from analysis.simulation import AGREE_POINTS, job_figures, verdict
 
 DOC = {"schema": "symphony-sim/1", "scales": {
     "config": {"jobs": {"1": {"cct_change_pct": 1.0}, "2": {"cct_change_pct": -30.0}}},
     "deployment": {"jobs": {"1": {"cct_change_pct": 2.5}, "2": {"cct_change_pct": -48.0}}}}}
-ROWS = [
-    {"job": "2", "quantity": "rtt_per_step", "unit": "ratio", "measured": {"baseline": 0.04}, "design": None,
-     "target": 0.001},
-    {"job": "2", "quantity": "climb_per_step", "unit": "ratio", "measured": {"baseline": 1.5}, "design": 1.4,
-     "target": 1.28},
-    {"job": "2", "quantity": "step time", "unit": "ms", "measured": {"baseline": 0.5}, "design": 0.8, "target": 0.01},
-    {"job": "2", "quantity": "step_per_decrease_period", "unit": "ratio", "measured": {}, "design": 40, "target": 200},
-]
+# job 2 measured an RTT of 4 ms on steps of 100 ms at line rate: 40 times the deployment's RTT per step
+REGIME = {"targets": {"rtt_per_step": 0.001, "step_per_decrease_period": 200, "recovery_per_step": 0.022},
+          "jobs": {"2": {"line_step_s": 0.1, "at_line_step": {"step_per_decrease_period": 40,
+                                                               "recovery_per_step": 0.03}}}}
+MEASURED = {"baseline": {"2": {"rtt_min_s": 0.004, "step_s": 0.5}}}
 
 
 def test_figures_per_job_and_scale():
@@ -24,10 +22,11 @@ def test_figures_per_job_and_scale():
 
 
 def test_a_disagreement_beyond_five_points_names_the_furthest_ratio():
-    lines = verdict(job_figures(DOC), ROWS)
+    verdicts = job_verdicts(MEASURED, REGIME)
+    lines = verdict(job_figures(DOC), verdicts)
     assert len(lines) == 1 and lines[0].startswith("job 2:") and "cannot answer for a real cluster" in lines[0]
-    assert "rtt_per_step 0.04 (there 0.001)" in lines[0]        # 40x off beats 5x and 1.2x; ms rows are not ratios
-    assert furthest_ratio(ROWS, "2")[0] == "rtt_per_step" and furthest_ratio(ROWS, "1") is None
+    assert "rtt_per_step 0.04 (there 0.001)" in lines[0]        # 40x off beats 5x; 1.4x is within the regime
+    assert [o["ratio"] for o in verdicts["2"]["off"]] == ["rtt_per_step", "step_per_decrease_period"]
 
 
 def test_agreement_within_the_bound_says_nothing():
