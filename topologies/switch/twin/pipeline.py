@@ -33,6 +33,11 @@ from topologies.switch.twin.tables import Table, TwinError
 CounterValue = namedtuple("CounterValue", "packets bytes")
 
 ETH_LEN, IPV4_LEN, UDP_LEN, TCP_LEN = 14, 20, 8, 20
+HEADERS = ETH_LEN + IPV4_LEN         # what the pipeline rewrites; the rest passes through
+# ingress keeps its decision per header fields for frames this long (every
+# length check of the parser passed: a TCP header's 54 bytes), at most this many
+DECIDED_LEN = ETH_LEN + IPV4_LEN + TCP_LEN
+DECIDED_MAX = 1 << 16
 QDEPTH_MAX = (1 << N.QDEPTH_BITS) - 1
 
 _HDR10 = struct.Struct("!10H")
@@ -72,9 +77,14 @@ def ipv4_checksum(hdr: bytes | bytearray, offset: int = 0) -> int:
 
 @dataclass(slots=True)
 class Packet:
-    """One packet between ingress and egress: the frame and its metadata."""
+    """One packet between ingress and egress: the headers the pipeline may
+    change (Ethernet and IPv4: MACs, TTL, ECN, checksum), the frame it came
+    in (the rest goes out as it came: one copy of a large frame, not two),
+    its length and its metadata."""
     frame: bytearray
     in_port: int
+    whole: bytes = b""
+    length: int = 0
     egress_port: int | None = None
     drop: str | None = None          # why ingress dropped it (None: forwarded)
     tracked: bool = False
@@ -103,6 +113,7 @@ class Pipeline:
         self._flows = self.tables[N.SYMPHONY_FLOWS]
         self._queue_ecn = self.tables[N.QUEUE_ECN]
         self._sym_ecn = self.tables[N.SYM_ECN]
+        self._decided: dict[bytes, str | tuple] = {}      # ingress's decisions (ingress)
         self._flow_step = self.registers[N.FLOW_STEP]
         self._step_count = self.registers[N.STEP_COUNT]
         self._frontier = self.registers[N.FRONTIER]
@@ -115,12 +126,15 @@ class Pipeline:
             raise TwinError(f"unknown table {name!r} (has {', '.join(self.tables)})") from None
 
     def table_add(self, table: str, action: str, match_keys: list, action_params: list, prio=None) -> int:
+        self._decided.clear()
         return self._table(table).add(action, list(match_keys), list(action_params), prio)
 
     def table_set_default(self, table: str, action: str, action_params: list | None = None) -> None:
+        self._decided.clear()
         self._table(table).set_default(action, list(action_params or []))
 
     def table_clear(self, table: str) -> None:
+        self._decided.clear()
         self._table(table).clear()
 
     def _register(self, name: str) -> list[int]:
@@ -187,15 +201,47 @@ class Pipeline:
 
     def ingress(self, in_port: int, frame: bytes) -> Packet:
         """Parser + ingress.  Never raises on packet bytes: anything the P4
-        parser would reject (a truncated header) is dropped and counted."""
+        parser would reject (a truncated header) is dropped and counted.
+
+        What the parser and the tables decide depends on a few header fields
+        only (``_decide``); the decision is kept per those fields until a
+        table changes, so a flow's packets are parsed once per step, TTL
+        and ECN codepoint.  The registers and counters move per packet."""
         n = len(frame)
-        pkt = Packet(bytearray(frame), in_port)
+        pkt = Packet(bytearray(frame[:HEADERS]), in_port, whole=frame, length=n)
+        if n >= DECIDED_LEN:
+            key = b"".join((frame[12:16], frame[20:24], frame[26:38]))
+            decision = self._decided.get(key)
+            if decision is None:
+                if len(self._decided) >= DECIDED_MAX:
+                    self._decided.clear()
+                decision = self._decided[key] = self._decide(frame, n)
+        else:
+            decision = self._decide(frame, n)
+        if type(decision) is str:
+            return self._drop(pkt, decision)
+        port, dst_mac, flow, step = decision
+        buf = pkt.frame
+        buf[6:12] = buf[0:6]
+        buf[0:6] = dst_mac
+        buf[22] -= 1
+        pkt.egress_port = port
+        if flow is not None:
+            self._track(pkt, flow, step, n)
+        return pkt
+
+    def _decide(self, frame: bytes, n: int) -> str | tuple:
+        """The parser's and the tables' decision on a frame: a drop reason,
+        or (egress port, destination MAC, the symphony_flows entry's
+        parameters or None, the step tag).  Reads only the Ethernet type,
+        the IPv4 version, IHL, TOS, fragment offset, TTL, protocol and
+        addresses, and the L4 ports (what ``ingress`` keys its decisions by)."""
         if n < ETH_LEN:
-            return self._drop(pkt, "parser_error")
+            return "parser_error"
         if frame[12] != 0x08 or frame[13] != 0x00:
-            return self._drop(pkt, "not_ipv4")
+            return "not_ipv4"
         if n < ETH_LEN + IPV4_LEN:
-            return self._drop(pkt, "parser_error")
+            return "parser_error"
         vihl = frame[14]
         version, ihl = vihl >> 4, vihl & 0xF
         frag = ((frame[20] & 0x1F) << 8) | frame[21]
@@ -204,35 +250,31 @@ class Pipeline:
         if version == 4 and ihl == 5 and frag == 0:
             if proto == 17:
                 if n < ETH_LEN + IPV4_LEN + UDP_LEN:
-                    return self._drop(pkt, "parser_error")
+                    return "parser_error"
                 udp = True
             elif proto == 6:
                 if n < ETH_LEN + IPV4_LEN + TCP_LEN:
-                    return self._drop(pkt, "parser_error")
+                    return "parser_error"
                 tcp = True
         ttl = frame[22]
         if version != 4 or ihl != 5 or ttl <= 1:
-            return self._drop(pkt, "bad_ipv4" if ttl > 1 else "ttl")
+            return "bad_ipv4" if ttl > 1 else "ttl"
         dst = int.from_bytes(frame[30:34], "big")
         entry = self._forward.lookup_lpm(dst)
         if entry is None or entry.action != "ipv4_forward":
-            return self._drop(pkt, "no_route")
+            return "no_route"
         dst_mac, port = entry.params
-        buf = pkt.frame
-        buf[6:12] = buf[0:6]
-        buf[0:6] = dst_mac.to_bytes(6, "big")
-        buf[22] = ttl - 1
-        pkt.egress_port = port
         # candidates: tagged UDP (top two bits of the source port) or TCP
         # (tag in the DSCP); both have the destination port at bytes 36-37
+        flow, step = None, 0
         if (udp and frame[34] >= 0xC0) or tcp:
             src = int.from_bytes(frame[26:30], "big")
             dport = (frame[36] << 8) | frame[37]             # meta.l4_dport
-            flow = self._flows.exact.get((src, dst, dport))
-            if flow is not None and flow.action == "track" and flow.params[5] == int(tcp):
+            entry = self._flows.exact.get((src, dst, dport))
+            if entry is not None and entry.action == "track" and entry.params[5] == int(tcp):
+                flow = entry.params
                 step = frame[15] >> 2 if tcp else ((frame[34] << 8) | frame[35]) & N.TAG_MASK
-                self._track(pkt, flow.params, step, n)
-        return pkt
+        return port, dst_mac.to_bytes(6, "big"), flow, step
 
     def _track(self, pkt: Packet, params: tuple, step: int, length: int) -> None:
         flow_id, job_slot, n_local, threshold, enabled, tcp = params
@@ -283,7 +325,7 @@ class Pipeline:
             pkt.queue_mark = r_queue < q_prob
             pkt.sym_mark = (pkt.tracked and pkt.enabled == 1 and pkt.outpacing
                             and qdepth >= k_sym and r_sym < p_sym)
-            n = len(buf)
+            n = pkt.length
             if pkt.queue_mark or pkt.sym_mark:
                 buf[15] |= 3
             if pkt.queue_mark:
@@ -293,7 +335,7 @@ class Pipeline:
             if pkt.sym_mark:
                 self._count(N.SYM_MARKS, pkt.flow_id, n)
         buf[24:26] = ipv4_checksum(buf, 14).to_bytes(2, "big")
-        return bytes(buf)
+        return b"".join((buf, memoryview(pkt.whole)[HEADERS:]))
 
     def _count(self, name: str, index: int, length: int) -> None:
         cells = self.counters[name]
