@@ -132,9 +132,14 @@ def identity(path: Path) -> tuple[int, int] | None:
 
 def lost(run_dir: Path, made: tuple[int, int] | None) -> str | None:
     """Why a run directory no longer holds its run's records (removed, or
-    replaced by another of the same name), or None while it does."""
+    replaced by another of the same name), or None while it does.  Its
+    meta.json, written before anything else of the run, must still be
+    there too: a directory made anew may get the inode number the removed
+    one freed."""
+    if made is None:
+        return None
     now = identity(run_dir)
-    if made is None or now == made:
+    if now == made and (run_dir / "meta.json").exists():
         return None
     what = "was removed" if now is None else "was removed and made anew (by a later write)"
     return f"its run directory {run_dir} {what} during or after the run: its records are lost"
