@@ -38,6 +38,11 @@ class FrameReader:
         self._got = 0
         self.last_step: int | None = None
 
+    @property
+    def step(self) -> int | None:
+        """The step the latest bytes belonged to (None before the first header)."""
+        return self._step
+
     def feed(self, data) -> list[tuple[int, bytearray]]:
         out = []
         mv = memoryview(data)

@@ -2,11 +2,16 @@
 address to rank r+1's data port (so a switch sees the ring flow as
 (src, dst, data port), as in UDP mode), ECN on, the step tag in the DSCP.
 
-The kernel's congestion control reacts to ECN marks (no DCQCN here).  A step
-counts as sent only when the peer has acknowledged all of it, so no segment
-of a step is ever (re)sent under the next step's DSCP.  The transport does
-not change the tcp_ecn sysctl; it reports what it got in its counters
-(ecn_sysctl, ecn_cc, ecn_negotiated).  docs/hosts.md says why.
+With the job's DCQCN on, the marks reach the sender as in UDP mode
+(hosts.tcp.reaction): the receiver reads the kernel's count of CE-marked
+segments, its notification point asks for CNPs, which go over UDP to the
+sender's control port (data port + 1), and the sender's reaction point
+paces the connection (SO_MAX_PACING_RATE).  With DCQCN off only the
+kernel's congestion control reacts to the marks.  A step counts as sent only
+when the peer has acknowledged all of it, so no segment of a step is ever
+(re)sent under the next step's DSCP.  The transport does not change the
+tcp_ecn sysctl; it reports what it got in its counters (ecn_sysctl, ecn_cc,
+ecn_negotiated).  docs/hosts.md says why.
 """
 
 from __future__ import annotations
@@ -21,17 +26,37 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 
+from contract.lateness import Lateness
 from contract.tags import tag_dscp
+from hosts import wire
+from hosts.dcqcn import ReactionPoint
 from hosts.tcp.framing import FrameReader, FramingError, header
+from hosts.tcp.reaction import CeNotifier, PacingRate
 from hosts.transport import TransportTimeout
 
 CONNECT_RETRY_S = 0.05
 DRAIN_POLL_S = 0.001     # how often to look at the output queue at a step's end
 RECV_CHUNK = 1 << 18
 TCP_INFO_OPTIONS = 5     # offset of tcpi_options in struct tcp_info
+TCP_INFO_SND_MSS = 16
 TCP_INFO_RTT = 68        # tcpi_rtt (us), then rttvar, snd_ssthresh, snd_cwnd
 TCP_INFO_SND_CWND = 80
 TCP_INFO_TOTAL_RETRANS = 100
+TCP_INFO_DELIVERED_CE = 196   # segments delivered with ECE echoed (Linux 4.18+)
+# CE-marked segments this end received: one of the AccECN counters that
+# struct tcp_info gained in Linux 6.18 (tcpi_received_ce, after
+# tcpi_total_rto_time); an older kernel's struct ends before it
+TCP_INFO_RECEIVED_CE = 248
+SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)
+# The congestion control every connection asks for.  cubic reacts to an
+# echoed CE (RFC 3168: cwnd x 0.7, at most once per RTT) and every kernel
+# has it; the namespace's default need not react at all: bbr, the default
+# of the machine this was measured on, ignores ECN, and with it Symphony's
+# marks changed nothing in TCP mode (docs/hosts.md, "TCP transport").
+CONGESTION_CONTROL = b"cubic"
+# without ECN by sysctl, a congestion control that needs ECN asks for it
+ECN_CONGESTION_CONTROL = b"dctcp"
+CTRL_CHUNK = 2048
 TCPI_OPT_ECN = 8         # ECN was negotiated at connection set-up
 TCPI_OPT_ECN_SEEN = 16   # at least one ECT packet arrived
 ECN_SYSCTL = "/proc/sys/net/ipv4/tcp_ecn"
@@ -48,15 +73,64 @@ def outq_bytes(s: socket.socket) -> int:
 
 
 def tcp_info(s: socket.socket) -> dict[str, int]:
-    raw = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+    raw = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_DELIVERED_CE + 4)
     if len(raw) < TCP_INFO_TOTAL_RETRANS + 4:
         return {}
     opts = raw[TCP_INFO_OPTIONS]
-    return {"ecn_negotiated": int(bool(opts & TCPI_OPT_ECN)),
+    info = {"ecn_negotiated": int(bool(opts & TCPI_OPT_ECN)),
             "ecn_seen": int(bool(opts & TCPI_OPT_ECN_SEEN)),
             "total_retrans": struct.unpack_from("I", raw, TCP_INFO_TOTAL_RETRANS)[0],
             "rtt_us": struct.unpack_from("I", raw, TCP_INFO_RTT)[0],
             "snd_cwnd": struct.unpack_from("I", raw, TCP_INFO_SND_CWND)[0]}
+    if len(raw) >= TCP_INFO_DELIVERED_CE + 4:
+        info["delivered_ce"] = struct.unpack_from("I", raw, TCP_INFO_DELIVERED_CE)[0]
+    return info
+
+
+def received_ce(s: socket.socket) -> int | None:
+    """CE-marked segments the connection received; None on a kernel whose
+    struct tcp_info lacks the count."""
+    raw = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_RECEIVED_CE + 4)
+    if len(raw) < TCP_INFO_RECEIVED_CE + 4:
+        return None
+    return struct.unpack_from("I", raw, TCP_INFO_RECEIVED_CE)[0]
+
+
+def ask_congestion_control(s: socket.socket, ecn_sysctl: int) -> bool:
+    """Set the connection's congestion control; True when it is one that
+    asks for ECN itself (dctcp, where tcp_ecn is not 1 and the kernel has
+    it).  Where the kernel lacks the one asked for, the namespace's default
+    stays (the counters name it)."""
+    if ecn_sysctl != 1:
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, ECN_CONGESTION_CONTROL)
+            return True
+        except OSError:
+            pass
+    try:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, CONGESTION_CONTROL)
+    except OSError:
+        pass
+    return False
+
+
+def congestion_control(s: socket.socket) -> str:
+    """The connection's congestion control (the namespace's default unless
+    the socket asked for another)."""
+    name = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16)
+    return name.split(b"\0", 1)[0].decode("ascii", "replace")
+
+
+def set_max_pacing_rate(s: socket.socket, bytes_per_s: int) -> None:
+    """Cap the connection's sending rate (payload bytes per second).  The
+    option turns on TCP's own pacing, which needs no fq qdisc (Linux 4.13+);
+    8 bytes, so rates above 2^32 B/s fit."""
+    s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, struct.pack("=Q", bytes_per_s))
+
+
+def snd_mss(s: socket.socket) -> int:
+    raw = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_SND_MSS + 4)
+    return struct.unpack_from("I", raw, TCP_INFO_SND_MSS)[0]
 
 
 def read_ecn_sysctl() -> int | None:
@@ -95,7 +169,15 @@ class TcpTransport:
         self._queue: list[list] = []       # [step, memoryview of header+payload, written]
         self._written: set[int] = set()    # steps fully handed to the kernel
         self._tos_step: int | None = None
-        self._ecn_cc = False
+        # DCQCN over TCP (hosts.tcp.reaction): with DCQCN off (a FixedRate,
+        # or no CNP interval) the socket is left to the kernel as it was
+        self.rp = rp
+        self._dcqcn = isinstance(rp, ReactionPoint) and getattr(np_, "cnp_interval_s", None) is not None
+        self.notifier = CeNotifier(np_, (self.pred_ip, data_port)) if self._dcqcn else None
+        self.pacing = PacingRate(rp) if self._dcqcn else None
+        self.ctrl: socket.socket | None = None       # CNPs in (sender) and out (receiver)
+        self.pred_ctrl = (self.pred_ip, data_port + 1)
+        self.late_timer = Lateness()
 
     # ---- the interface the agent uses ---------------------------------------
     @property
@@ -107,6 +189,11 @@ class TcpTransport:
             except OSError:
                 pass
         return c
+
+    def lateness(self) -> dict:
+        """For the agent's stats event: how late the loop ran the reaction
+        point's timers (the pacer is the kernel's, so there is no pacing record)."""
+        return {"dcqcn_timer": self.late_timer.as_dict()}
 
     def open(self) -> None:
         """Listen on this rank's data port (OSError if the address is not on
@@ -123,6 +210,20 @@ class TcpTransport:
         self.listener = s
         sysctl = read_ecn_sysctl()
         self._counters["ecn_sysctl"] = -1 if sysctl is None else sysctl
+        if self._dcqcn:
+            self.ctrl = self._control_socket()
+
+    def _control_socket(self) -> socket.socket:
+        """The UDP socket CNPs arrive at (the control port, data port + 1, as
+        in UDP mode: a switch never counts it as the ring flow) and leave from."""
+        c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            c.bind((self.ip, self.data_port + 1))
+            c.setblocking(False)
+        except BaseException:
+            c.close()
+            raise
+        return c
 
     def send(self, step: int, payload) -> None:
         body = memoryview(payload).cast("B")
@@ -141,10 +242,10 @@ class TcpTransport:
         self._run_until(lambda: self._in_eof, end)
 
     def close(self) -> None:
-        for s in (self.out, self.inc, self.listener):
+        for s in (self.out, self.inc, self.listener, self.ctrl):
             if s is not None:
                 s.close()
-        self.out = self.inc = self.listener = None
+        self.out = self.inc = self.listener = self.ctrl = None
 
     def waiting_on(self, step: int) -> dict:
         if step not in self._received:
@@ -177,14 +278,9 @@ class TcpTransport:
         try:
             s.setblocking(False)
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            ecn_cc = ask_congestion_control(s, self._counters["ecn_sysctl"])
             if self._counters["ecn_sysctl"] != 1:
-                # no ECN by sysctl: a congestion control that needs ECN asks for it
-                try:
-                    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"dctcp")
-                    self._ecn_cc = True
-                    self._counters["ecn_cc"] = 1
-                except OSError:
-                    self._counters["ecn_cc"] = 0
+                self._counters["ecn_cc"] = int(ecn_cc)
             first = self._queue[0][0] if self._queue else 0
             s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos_for_step(first))
             self._tos_step = first
@@ -210,6 +306,10 @@ class TcpTransport:
             return
         self._connecting = False
         self._counters["connects"] += 1
+        self._counters["cc_" + congestion_control(self.out)] = 1
+        if self.pacing is not None:
+            self.pacing.forget()
+            self._apply_rate()
 
     def _write(self) -> None:
         s = self.out
@@ -254,6 +354,8 @@ class TcpTransport:
         conn.setblocking(False)
         self.inc = conn
         self._counters["accepts"] += 1
+        if self.notifier is not None:
+            self.notifier.reset()
 
     def _read(self) -> None:
         try:
@@ -269,6 +371,8 @@ class TcpTransport:
             self.inc = None
             return
         self._counters["rx_bytes"] += len(data)
+        if self.notifier is not None:
+            self._check_marks(time.monotonic())
         try:
             msgs = self.reader.feed(data)
         except FramingError as e:
@@ -283,6 +387,78 @@ class TcpTransport:
             self._received[step] = payload
             self._counters["rx_msgs"] += 1
 
+    # ---- DCQCN over TCP (hosts.tcp.reaction) -------------------------------------
+    def _check_marks(self, now: float) -> None:
+        """Receiver: new CE marks on the incoming connection may ask for a CNP."""
+        count = received_ce(self.inc)
+        if count is None:
+            # this kernel does not count them: DCQCN gets no CNPs (docs/hosts.md)
+            self._counters["ce_uncounted"] = 1
+            self.notifier = None
+            return
+        if self.notifier.on_count(count, now):
+            step = self.reader.step or 0
+            try:
+                self.ctrl.sendto(wire.pack_cnp(self.job, self.rank, step), self.pred_ctrl)
+            except OSError:
+                self._counters["send_errors"] += 1
+                return
+            self._counters["tx_cnp"] += 1
+            self.log("cnp", step, dir="tx", peer=self.pred_rank)
+        self._counters["rx_ce"] = self.notifier.marked
+
+    def _read_ctrl(self, now: float) -> None:
+        """Sender: CNPs from the successor, into the reaction point."""
+        while True:
+            try:
+                data, (ip, _port) = self.ctrl.recvfrom(CTRL_CHUNK)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                self._counters["recv_errors"] += 1
+                return
+            try:
+                pkt = wire.parse(data)
+            except wire.WireError as e:
+                self._counters["drop_" + e.counter] += 1
+                continue
+            if (not isinstance(pkt, wire.Cnp) or ip != self.succ_ip or pkt.job != self.job
+                    or pkt.rank != self.succ_rank):
+                self._counters["drop_peer"] += 1
+                continue
+            self._counters["rx_cnp"] += 1
+            self.log("cnp", pkt.step, dir="rx", peer=self.succ_rank)
+            self._rp_timers(now)          # a timer event due runs before the CNP
+            if self.rp.on_cnp(now):
+                self._rate_changed()
+
+    def _rp_timers(self, now: float) -> None:
+        """Run the reaction point's timer events that are due, recording how
+        late the loop ran them (the fidelity monitors judge it, as UDP's)."""
+        due = self.rp.next_event_time()
+        if due > now:
+            return
+        self.late_timer.add(now - due)
+        if self.rp.advance(now):
+            self._rate_changed()
+
+    def _rate_changed(self) -> None:
+        rp = self.rp
+        self.log("rate", self._tos_step or 0, rc=rp.rate_bps, rt=rp.target_bps, alpha=rp.alpha)
+        self._apply_rate()
+
+    def _apply_rate(self) -> None:
+        """The reaction point's rate as the connection's pacing rate."""
+        if self.out is None or self._connecting:
+            return
+        try:
+            rate = self.pacing.update(snd_mss(self.out))
+            if rate is not None:
+                set_max_pacing_rate(self.out, rate)
+                self._counters["pacing_changes"] += 1
+        except OSError:
+            self._counters["pacing_errors"] += 1
+
     # ---- the loop -----------------------------------------------------------------
     def _run_until(self, cond, deadline: float) -> bool:
         while True:
@@ -295,7 +471,10 @@ class TcpTransport:
                 return True
             if now >= deadline:
                 return False
-            rlist = [s for s in (self.listener, self.inc) if s is not None]
+            if self._dcqcn:
+                self._rp_timers(now)
+                due = self.rp.next_event_time()
+            rlist = [s for s in (self.listener, self.inc, self.ctrl) if s is not None]
             wlist = []
             timeout = deadline - now
             if self.out is None and not self._out_broken:
@@ -307,6 +486,8 @@ class TcpTransport:
             if self._queue and self.out is not None and not self._connecting \
                     and self._queue[0][2] == 0 and self._tos_step != self._queue[0][0]:
                 timeout = min(timeout, DRAIN_POLL_S)
+            if self._dcqcn:
+                timeout = min(timeout, due - now)         # the reaction point's next timer
             r, w, _ = select.select(rlist, wlist, [], max(0.0, timeout))
             now = time.monotonic()
             for s in r:
@@ -314,5 +495,7 @@ class TcpTransport:
                     self._accept()
                 elif s is self.inc:
                     self._read()
+                elif s is self.ctrl:
+                    self._read_ctrl(now)
             if w and self._connecting:
                 self._connected(now)

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from contract.tags import tag_dscp
-from hosts.tcp.sockets import tos_for_step
+from hosts.tcp.sockets import CONGESTION_CONTROL, tos_for_step
 from tests.harness import REPO
 from tests.harness.cemarker import MarkerLab
 
@@ -63,6 +63,10 @@ def test_allreduce_over_tcp_is_exact_and_dscp_carries_the_step(tmp_path):
         counters = [e for e in logs[r] if e["kind"] == "stats"][-1]["counters"]
         assert counters["ecn_sysctl"] == 1 and counters["ecn_negotiated"] == 1
         assert counters["tos_changes"] == steps - 1
+        # a congestion control that reacts to ECE, whatever the namespace's
+        # default (bbr ignores it); DCQCN off: no CNPs, no pacing of ours
+        assert counters[f"cc_{CONGESTION_CONTROL.decode()}"] == 1
+        assert "pacing_changes" not in counters and "tx_cnp" not in counters
 
 
 @pytest.mark.root
