@@ -55,9 +55,10 @@ def parse_args(argv):
                      help="print the oracle's ranking of the points and stop (no root needed)")
     run.add_argument("--fail-fast", action="store_true", help="stop at the first run that is not ok")
     run.add_argument("--no-report", action="store_true", help="skip analysis' plots and report.md")
-    run.add_argument("--scale", type=float, default=None, metavar="K",
+    run.add_argument("--scale", default=None, metavar="K",
                      help="run the scenario with K times its bytes and durations (same network): steps K times "
-                          "as many RTTs long; times are reported in the config's own units (divided by K)")
+                          "as many RTTs long; times are reported in the config's own units (divided by K); "
+                          "'auto': the smallest K predicted to put every job in the deployment's regime")
     run.add_argument("--deployment", action="store_true",
                      help="(--target sim) run the scenario as the declared deployment would: its line rate, "
                           "step, link delays, ECN, DCQCN and packets (docs/design.md, \"Scaling\")")

@@ -25,6 +25,8 @@ from experiments import rundir as R
 from experiments import summary as SU
 from experiments.cli_common import Refused, leave_nothing, load, root_and_target
 from experiments.cli_model import MODEL_ERRORS, rank_points
+from experiments.config.machine import emulation_refusal
+from experiments.config.regime import auto_scale
 from experiments.config.scale import Scaling, deployment_scaling, scale
 from experiments.config.spec import job_specs
 from experiments.plan import SIM
@@ -149,17 +151,28 @@ def scaled_points(args, points: Points) -> list[tuple[str | None, C.ExperimentSp
         try:
             if args.deployment:
                 sc = deployment_scaling(spec, args.coarse)
+            elif args.scale == "auto":
+                auto = auto_scale(spec)
+                print(auto.describe(), file=sys.stderr)
+                sc = Scaling(auto.k)
             elif args.scale is not None:
-                sc = Scaling(args.scale)
+                sc = Scaling(_factor(args.scale))
             else:
                 out.append((label, spec, None))
                 continue
             scaled = scale(spec, sc)
             job_specs(scaled, {})
         except (ValueError, JobError) as exc:
-            raise Refused(f"{'--deployment' if args.deployment else f'--scale {args.scale:g}'}: {exc}") from None
+            raise Refused(f"{'--deployment' if args.deployment else f'--scale {args.scale}'}: {exc}") from None
         out.append((label, scaled, sc))
     return out
+
+
+def _factor(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"expected a number or 'auto', got {text!r}") from None
 
 
 def main(args) -> int:
@@ -177,5 +190,9 @@ def main(args) -> int:
             if why:
                 raise Refused(why)
     else:
+        for _, spec in points:
+            why = emulation_refusal(spec)
+            if why:
+                raise Refused(f"config error: {why}")
         root_and_target(args)
     return run_points(args, scaled_points(args, points), scenarios=dict(points))

@@ -8,7 +8,7 @@ number scaled to an extreme, a value of the wrong type, a key removed, a
 link made slow or given a delay, a netem loss, a straggler, a deadline.
 `check` runs on it in this process.  The property: `check` refuses it with
 exit 2 and one line on stderr, or accepts it (exit 0, the resolved config
-as TOML on stdout, nothing but warnings on stderr) and, unless it warned
+as TOML on stdout, nothing but warnings and notes on stderr) and, unless it warned
 that a run may fail (a deadline close to the ideal), a run of it then ends
 ok.  --run K (root): up to K accepted samples without a warning, with a
 mutation of time (a slow link, a delay, a loss, a straggler, a deadline),
@@ -190,8 +190,8 @@ def violation(v: Verdict) -> str | None:
         return None
     if v.code != exits.OK:
         return f"exit {v.code}: {v.err}"
-    if [line for line in v.err if not line.startswith("warning: ")]:
-        return f"accepted, with more than warnings on stderr: {v.err}"
+    if [line for line in v.err if not line.startswith(("warning: ", "note: "))]:
+        return f"accepted, with more than warnings and notes on stderr: {v.err}"
     try:
         tomllib.loads(v.out)
     except tomllib.TOMLDecodeError as exc:
@@ -264,9 +264,10 @@ def fuzz(n: int, seed: int, runs: int, budget_s: float, say=print) -> dict:
                 keys[key(v.err[0])] += 1
                 continue
             counts["accepted"] += 1
-            counts["warned"] += bool(v.err)
+            warned = [line for line in v.err if line.startswith("warning: ")]
+            counts["warned"] += bool(warned)
             # a warned sample may fail (a deadline close to the ideal): the property is the unwarned ones'
-            short = short_run(raw, budget_s) if risky and not v.err and counts["ran"] < runs else None
+            short = short_run(raw, budget_s) if risky and not warned and counts["ran"] < runs else None
             if short is not None:
                 counts["ran"] += 1
                 r = run(short, Path(d) / f"run{i}")

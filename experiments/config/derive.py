@@ -1,5 +1,8 @@
-"""What bounds a UDP job's data in flight, derived from the network it runs
-on (docs/hosts.md, "In flight").  Pure.
+"""What the experiments derive from the network a config describes, where
+the config does not say: a UDP job's in-flight bound, and the switches' ECN
+thresholds and queue depth.  Pure.
+
+In flight (docs/hosts.md, "In flight"):
 
 A RoCE NIC sends at its DCQCN rate; what else bounds it must not bind below
 that rate.  Here that bound is the agent's window (hosts.udp.params'
@@ -18,10 +21,11 @@ from __future__ import annotations
 import math
 
 from hosts import wire
+from hosts.dcqcn import DEPLOYMENT, Deployment, ecn_thresholds_pkts
 from hosts.udp.params import WIRE_OVERHEAD, UdpParams
 from topologies.spec.placement import PlacedJob
-from topologies.spec.routes import path_links
-from topologies.spec.topo import TopoSpec
+from topologies.spec.routes import next_ports, path_links
+from topologies.spec.topo import HOST_LINK, TopoSpec
 
 ACK_FRAME_BYTES = WIRE_OVERHEAD - wire.DATA.size + wire.ACK.size     # an ACK without a SACK bitmap
 
@@ -31,17 +35,18 @@ def link_time_s(rate_mbit: float | None, delay_ms: float, nbytes: int) -> float:
     return (nbytes * 8 / (rate_mbit * 1e6) if rate_mbit else 0.0) + delay_ms / 1e3
 
 
-def base_rtt_s(topo: TopoSpec, src: str, dst: str, frame_bytes: int) -> float:
+def base_rtt_s(topo: TopoSpec, src: str, dst: str, frame_bytes: int, table: dict | None = None) -> float:
     """A data frame from src to dst and an ACK back, on empty queues."""
-    out = path_links(topo, src, dst)
-    back = path_links(topo, dst, src)
+    out = path_links(topo, src, dst, table)
+    back = path_links(topo, dst, src, table)
     return (sum(link_time_s(topo.link(n).rate_mbit, topo.link(n).delay_ms, frame_bytes) for n in out)
             + sum(link_time_s(topo.link(n).rate_mbit, topo.link(n).delay_ms, ACK_FRAME_BYTES) for n in back))
 
 
 def job_rtt_s(topo: TopoSpec, job: PlacedJob, frame_bytes: int) -> float:
     """The base RTT of the job's slowest ring edge."""
-    return max(base_rtt_s(topo, src, dst, frame_bytes) for src, dst, _ in job.ring_flows())
+    table = next_ports(topo)
+    return max(base_rtt_s(topo, src, dst, frame_bytes, table) for src, dst, _ in job.ring_flows())
 
 
 def window_packets(topo: TopoSpec, job: PlacedJob, udp: UdpParams) -> int:
@@ -54,3 +59,28 @@ def window_packets(topo: TopoSpec, job: PlacedJob, udp: UdpParams) -> int:
     bdp = rate * 1e6 * job_rtt_s(topo, job, udp.frame_bytes) / 8
     queue = topo.queue_depth * udp.frame_bytes
     return min(wire.MAX_SACK_BITS, math.ceil((bdp + queue) / udp.payload_bytes) + 1)
+
+
+# --- ECN and queues: the deployment's, per bandwidth-delay product ---------------
+
+def base_rtt_max_s(topo: TopoSpec, jobs: list[PlacedJob], frame_bytes: int) -> float:
+    """The longest base RTT of any job's ring edge (job_rtt_s)."""
+    return max(job_rtt_s(topo, job, frame_bytes) for job in jobs)
+
+
+def ecn_and_queue(topo: TopoSpec, jobs: list[PlacedJob], frame_bytes: int,
+                  deployment: Deployment = DEPLOYMENT) -> tuple[int, int, int]:
+    """(Kmin, Kmax, queue depth) in frames of frame_bytes: the deployment's
+    thresholds per bandwidth-delay product (3.2 and 12.8 BDP,
+    hosts.dcqcn.ecn_thresholds_pkts) at the host line rate and the longest
+    base RTT of the jobs' ring edges, and its queue per Kmax (twice: marking,
+    not drops, holds a queue).  What a config that names neither gets, so a
+    scenario keeps the deployment's marking whatever its rates."""
+    host_rate = next(link.rate_mbit for link in topo.links if link.cls == HOST_LINK)
+    if not host_rate:
+        return 5, 20, 64                 # no line rate to derive from: EcnParams' and TopoParams' own
+    rtt = base_rtt_max_s(topo, jobs, frame_bytes)
+    kmin, kmax = ecn_thresholds_pkts(host_rate * 1e6, rtt, frame_bytes, deployment)
+    kmin, kmax = max(1, round(kmin)), max(2, round(kmax))
+    depth = max(kmax + 1, math.ceil(kmax * deployment.queue_bytes / deployment.kmax_bytes))
+    return kmin, kmax, depth

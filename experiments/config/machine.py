@@ -1,13 +1,14 @@
 """What a config asks of this machine, checked before anything starts
 (``check`` and ``run`` alike, through ``experiments.config.load_points``):
-the memory every agent of a run holds at once."""
+the memory every agent of a run holds at once; and what the emulation can
+carry at all (``emulation_refusal``: the simulation has no such limit)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from experiments.config.schema import ConfigError
+from experiments.config.schema import MAX_LINK_RATE_MBIT, ConfigError
 from experiments.config.spec import ExperimentSpec
 from hosts.job import agent_memory_bytes
 
@@ -48,3 +49,19 @@ def check_memory(spec: ExperimentSpec, available: int | None = None) -> None:
                       f"({job.ranks} agents of {_gb(each)} in job {job.job}: an agent holds every rank's input to "
                       f"check the result, about (N + 2 + 2/N) x message_bytes), and this machine has {_gb(have)} "
                       "available")
+
+
+def emulation_refusal(spec: ExperimentSpec) -> str | None:
+    """Why the emulation (soft, bmv2) cannot run a config, in one line (as a
+    config error names its key); None when it can.  Its switches forward in
+    software: a link faster than MAX_LINK_RATE_MBIT would run at what the
+    machine manages, not at its rate, and the deadlines derived from the
+    rate would not hold."""
+    t = spec.topology
+    for key in ("host_rate_mbit", "fabric_rate_mbit"):
+        rate = getattr(t, key)
+        if rate and rate > MAX_LINK_RATE_MBIT:
+            return (f"topology.{key}: at most {MAX_LINK_RATE_MBIT:g} Mbit/s, got {rate!r}: the emulation cannot "
+                    "carry more (its switches forward in software, the twin about 1.2 Gbit/s per core); "
+                    "--target sim can")
+    return None

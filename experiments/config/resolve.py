@@ -9,11 +9,12 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
+from experiments.config import derive, sections
 from experiments.config import schema as S
-from experiments.config import sections
 from experiments.config.schema import ConfigError
 from experiments.config.spec import ExperimentSpec, JobConfig, job_file
 from hosts.job import JobError, parse_job
+from hosts.udp.params import UdpParams
 from topologies.spec.placement import JobRequest, place_jobs
 from topologies.spec.topo import TopoError, TopoSpec, build
 from topologies.switch.controlplane import check_job
@@ -97,6 +98,18 @@ def _check_job_files(spec: ExperimentSpec) -> None:
             raise ConfigError(f"{where}{exc}") from None
 
 
+def _frame_bytes(rests) -> int:
+    """The largest data frame of the jobs' [udp] tables (their default where
+    a table does not say, or cannot be read: the job file's check names it)."""
+    sizes = []
+    for rest in rests:
+        try:
+            sizes.append(UdpParams(**rest["udp"]).frame_bytes)
+        except (TypeError, ValueError):
+            sizes.append(UdpParams().frame_bytes)
+    return max(sizes)
+
+
 def resolve(raw: dict, source: str = "config") -> ExperimentSpec:
     """Check a parsed config and fill its defaults (pure)."""
     S.no_unknown("", raw, S.TOP_KEYS)
@@ -110,9 +123,13 @@ def resolve(raw: dict, source: str = "config") -> ExperimentSpec:
         raise ConfigError("jobs: expected at least one [[jobs]] table")
     requests, rests = zip(*(sections.job(i, j) for i, j in enumerate(jobs_raw)), strict=True)
     topo, placed = _place(topology, list(requests))
+    # the switches' ECN thresholds and queue depth, where the config gives none
+    kmin, kmax, depth = derive.ecn_and_queue(topo, placed, _frame_bytes(rests))
+    topology = sections.topology(raw["topology"], derived_depth=depth)
+    topo = build(topology)
     jobs = tuple(JobConfig(placed=p, **rest) for p, rest in zip(placed, rests, strict=True))
     dcqcn = sections.dcqcn(raw.get("dcqcn", {}))
-    ecn = sections.ecn(raw.get("ecn", {}), topology)
+    ecn = sections.ecn(raw.get("ecn", {}), topology, derived=(kmin, kmax))
     symphony = sections.symphony(raw.get("symphony", {}), topology)
     _check_trackable(jobs, symphony)
     jit = raw.get("jitter", [])

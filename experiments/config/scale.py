@@ -130,7 +130,7 @@ def _topology(spec: ExperimentSpec, sc: Scaling, d: Deployment) -> TopoParams:
 
 def _udp(job: JobConfig, sc: Scaling, d: Deployment) -> dict:
     """--deployment: the deployment's packets and the transport's timers from
-    its base RTT; the window derived again (experiments.config.inflight)."""
+    its base RTT; the window derived again (experiments.config.derive)."""
     if not sc.deployment:
         return dict(job.udp)
     rtt_ms = d.base_rtt_s * 1e3

@@ -13,7 +13,7 @@ import copy
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from experiments.config import inflight
+from experiments.config import derive
 from hosts.job import JobSpec, parse_job
 from hosts.udp.params import UdpParams
 from topologies.spec.placement import PlacedJob
@@ -131,7 +131,7 @@ def job_file(spec: ExperimentSpec, job: JobConfig, straggles: list[dict]) -> dic
 
 def derived_udp(spec: ExperimentSpec, job: JobConfig) -> dict[str, Any]:
     """The job file's [udp]: the config's keys, and the in-flight bound
-    derived from the network (experiments.config.inflight) where the config
+    derived from the network (experiments.config.derive) where the config
     gives no window_packets.  A [udp] the job file refuses is left for its
     check to name."""
     udp = dict(job.udp)
@@ -140,7 +140,7 @@ def derived_udp(spec: ExperimentSpec, job: JobConfig) -> dict[str, Any]:
             params = UdpParams(**udp)
         except (TypeError, ValueError):
             return udp
-        udp["window_packets"] = inflight.window_packets(spec.topo, job.placed, params)
+        udp["window_packets"] = derive.window_packets(spec.topo, job.placed, params)
     return udp
 
 

@@ -55,7 +55,7 @@ FAILS_EVERY_RUN = [
     ("[jobs.udp]\nrto_ms = -5\n", "config error: jobs[0].udp.rto_ms: -5 outside 1..60000"),
     ("[jobs.deadlines]\nstep_s = nan\n", "config error: jobs[0].deadlines.step_s: expected a number, got nan"),
     ("[jobs.deadlines]\nrun_s = inf\n", "config error: jobs[0].deadlines.run_s: inf outside"),
-    ("[symphony]\nk_sym = 65\n", "config error: symphony.k_sym: 65 exceeds topology.queue_depth_pkts (64): "
+    ("[symphony]\nk_sym = 55\n", "config error: symphony.k_sym: 55 exceeds topology.queue_depth_pkts (54): "
                                  "no queue reaches it, so Symphony would never mark"),
 ]
 
@@ -70,17 +70,25 @@ def test_check_and_run_refuse_what_would_fail_every_run(tmp_path, capsys, extra,
         assert out == ""
 
 
-@pytest.mark.parametrize("key, value, line", [
-    ("message_bytes", 2**40 + 4, "config error: jobs[0].message_bytes: 1099511627780 outside 8..1099511627776"),
-    ("host_rate_mbit", 1e7, "config error: topology.host_rate_mbit: at most 1000 Mbit/s, got 10000000.0: "
-                            "the emulation cannot carry more"),
-])
-def test_values_beyond_what_the_testbed_carries(tmp_path, capsys, key, value, line):
+def test_a_message_beyond_what_the_testbed_carries(tmp_path, capsys):
     path = tmp_path / "c.toml"
-    path.write_text(BASE.replace(f"{key} = {10 if key == 'host_rate_mbit' else 4000}", f"{key} = {value}"))
+    path.write_text(BASE.replace("message_bytes = 4000", f"message_bytes = {2**40 + 4}"))
     for command in ("check", "run"):
         code, err, _ = run_cli([command, path], capsys)
-        assert code == exits.USAGE and len(err) == 1 and err[0].startswith(line), err
+        assert code == exits.USAGE and err == [
+            "config error: jobs[0].message_bytes: 1099511627780 outside 8..1099511627776"], err
+
+
+def test_a_link_the_emulation_cannot_carry_is_the_simulations(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_text(BASE.replace("host_rate_mbit = 10", "host_rate_mbit = 1e7"))
+    code, err, _ = run_cli(["run", path, "--target", "soft"], capsys)
+    assert code == exits.USAGE and len(err) == 1 and err[0].startswith(
+        "config error: topology.host_rate_mbit: at most 1000 Mbit/s, got 10000000.0: the emulation cannot carry more")
+    assert err[0].endswith("--target sim can")
+    code, err, out = run_cli(["check", path], capsys)
+    assert code == exits.OK and out.startswith('name = "c"')
+    assert err[0].startswith("targets: sim; not the emulation: topology.host_rate_mbit: at most 1000 Mbit/s")
 
 
 def test_a_message_the_machine_cannot_hold_is_refused(tmp_path, capsys):

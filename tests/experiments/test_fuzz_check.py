@@ -2,7 +2,7 @@
 fuzz_check.py, where the mutations and the property are defined, and a
 longer sample runs as a benchmark).  The property: `check` refuses a
 mutant with exit 2 and one line, or accepts it (its resolved TOML on
-stdout, nothing but warnings on stderr) and a run of it ends ok.  A short
+stdout, nothing but warnings and notes on stderr) and a run of it ends ok.  A short
 sample here: the checks in this process, two accepted short runs for real."""
 
 from __future__ import annotations

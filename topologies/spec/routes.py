@@ -68,9 +68,10 @@ def route(topo: TopoSpec, src: str, dst: str, table: dict | None = None) -> list
         node, in_port = peer, peer_port
 
 
-def path_links(topo: TopoSpec, src: str, dst: str) -> list[str]:
-    """Links a packet from host src to host dst crosses, in order."""
+def path_links(topo: TopoSpec, src: str, dst: str, table: dict | None = None) -> list[str]:
+    """Links a packet from host src to host dst crosses, in order (table:
+    next_ports' answer, when the caller asks for many paths)."""
     links = [topo.ports(src)[0][2].name]
-    for hop in route(topo, src, dst):
+    for hop in route(topo, src, dst, table):
         links.append(topo.ports(hop.switch)[hop.out_port][2].name)
     return links

@@ -4,6 +4,7 @@ one line, the switches' and the job files' limits checked before any run."""
 import pytest
 
 from experiments import config as C
+from experiments.config.machine import emulation_refusal
 from tests.harness import REPO
 from topologies.spec.topo import TopoParams
 from topologies.switch.params import EcnParams, SymphonyParams
@@ -15,7 +16,12 @@ def test_defaults_are_filled_and_hosts_placed(base):
     cfg = C.resolve(base).as_dict()
     assert cfg["variants"] == ["baseline", "symphony"]
     assert cfg["repeats"] == 1 and cfg["seed"] == 1
-    assert cfg["ecn"] == {"kmin": 5, "kmax": 20, "pmax": 0.2}
+    # ECN and queue derived from the deployment (3.2 and 12.8 bandwidth-delay
+    # products, a queue of twice Kmax): 20 Mbit/s, the longest ring edge h1 ->
+    # h3 crosses 4 links, a 1462-byte frame out and a 64-byte ACK back take
+    # 4 x (0.5848 + 0.0256) ms = 2.442 ms, a BDP of 6105 bytes = 4.18 frames
+    assert cfg["ecn"] == {"kmin": 13, "kmax": 53, "pmax": 0.2}
+    assert cfg["topology"]["queue_depth_pkts"] == 106
     assert cfg["symphony"] == {"threshold": 1, "k_sym": 1, "p_sym": 1.0}
     job = cfg["jobs"][0]
     # interleaved over the two leaves by the topology builder's placement
@@ -103,10 +109,16 @@ def test_unreadable_and_invalid_toml(tmp_path):
         C.load(bad)
 
 
-def test_defaults_are_the_typed_specs(base):
+def test_defaults_are_the_typed_specs_or_derived(base):
     spec = C.resolve(base)
-    assert spec.ecn == EcnParams() and spec.symphony == SymphonyParams()
-    assert spec.topology == TopoParams(kind="leafspine", hosts=4, host_rate_mbit=20.0, fabric_rate_mbit=20.0)
+    assert spec.symphony == SymphonyParams() and spec.ecn.pmax == EcnParams().pmax
+    # the thresholds and the queue depth derived (test_defaults_are_filled_and_hosts_placed), the rest TopoParams'
+    assert spec.topology == TopoParams(kind="leafspine", hosts=4, host_rate_mbit=20.0, fabric_rate_mbit=20.0,
+                                       queue_depth_pkts=106)
+    base["ecn"] = {"kmin": 5}                    # a threshold given is kept, the other derived
+    base["topology"]["queue_depth_pkts"] = 64
+    spec = C.resolve(base)
+    assert (spec.ecn.kmin, spec.ecn.kmax, spec.topology.queue_depth_pkts) == (5, 53, 64)
 
 
 @pytest.mark.parametrize("mutate, message", [
@@ -116,9 +128,7 @@ def test_defaults_are_the_typed_specs(base):
     (lambda r: r.update(dcqcn={"preset": "paper", "no_such_field": 1}), r"^dcqcn"),
     (lambda r: r.update(dcqcn={"preset": "off", "no_such_field": 1}), r"^dcqcn parameter 'no_such_field'"),
     # what the switches and links can do
-    (lambda r: r.update(symphony={"k_sym": 65}), r"^symphony\.k_sym: 65 exceeds topology\.queue_depth_pkts \(64\)"),
-    (lambda r: r["topology"].update(host_rate_mbit=1000.5), r"^topology\.host_rate_mbit: at most 1000 Mbit/s"),
-    (lambda r: r["topology"].update(fabric_rate_mbit=2000), r"^topology\.fabric_rate_mbit: at most 1000 Mbit/s"),
+    (lambda r: r.update(symphony={"k_sym": 107}), r"^symphony\.k_sym: 107 exceeds topology\.queue_depth_pkts \(106\)"),
     (lambda r: r.update(name="x" * 256), r"^name: 256 bytes long, at most 255"),
     # placement's: two jobs cannot share data or control ports
     (lambda r: r["jobs"].append({"ranks": 2, "message_bytes": 800, "iterations": 1, "data_port": 5001}),
@@ -139,3 +149,10 @@ def test_a_sweep_point_label_must_be_a_directory_name(base):
     base["sweep"] = {"jobs.0.message_bytes": [4 * 10**250]}
     with pytest.raises(C.ConfigError, match=r"^sweep: a point's label: 264 bytes long, at most 255: it names a "):
         C.sweep_points(base)
+
+
+def test_links_faster_than_the_emulation_carries_are_the_simulations_only(base):
+    assert emulation_refusal(C.resolve(base)) is None
+    base["topology"]["fabric_rate_mbit"] = 2000
+    why = emulation_refusal(C.resolve(base))
+    assert why.startswith("topology.fabric_rate_mbit: at most 1000 Mbit/s, got 2000.0") and why.endswith("can")

@@ -28,8 +28,8 @@ def test_sweep_point_is_validated(base):
 
 
 def test_a_default_the_file_does_not_spell_out_can_be_swept(base):
-    base["sweep"] = {"ecn.kmax": [10, 30]}
-    assert [spec.ecn.kmax for _, spec in C.sweep_points(base)] == [10, 30]
+    base["sweep"] = {"ecn.kmax": [20, 30]}         # (Kmin is derived: 13 packets here)
+    assert [spec.ecn.kmax for _, spec in C.sweep_points(base)] == [20, 30]
 
 
 def test_no_sweep_table(base):

@@ -1,7 +1,7 @@
 """Host NIC semantics of RoCE (issue 22): a flow sends at its DCQCN rate, so
 the first CNP to it cuts what it puts on the wire within a few RTTs; what
 else bounds it (the in-flight bound the experiments derive,
-experiments.config.inflight) does not bind below that rate.  A window that
+experiments.config.derive) does not bind below that rate.  A window that
 holds a flow below its DCQCN rate (the victim configs' 16 packets, or any
 window-limited flow at a quarter of line rate) makes the same CNP change
 nothing.  On the simulation target, at the deployment's rates and DCQCN."""
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.config import inflight
+from experiments.config import derive
 from experiments.sim.flows import Incast, _plan, delivered_rate_bps, run
 from hosts.dcqcn_regime import DEPLOYMENT
 from hosts.udp.params import UdpParams
@@ -26,7 +26,7 @@ def incast(senders: int, window: int | None) -> Incast:
     net = Incast(senders, DEPLOYMENT.line_rate_bps / 1e6, RTT / 4 * 1e3, 3200, ECN, udp, DEPLOYMENT.dcqcn)
     if window is None:          # the bound the experiments derive for this network
         plan = _plan(net)
-        window = inflight.window_packets(plan.topo, plan.placed[0], udp)
+        window = derive.window_packets(plan.topo, plan.placed[0], udp)
     return Incast(senders, net.rate_mbit, net.delay_ms, net.queue_pkts, ECN,
                   UdpParams(**{**udp.__dict__, "window_packets": window}), DEPLOYMENT.dcqcn)
 

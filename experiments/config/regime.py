@@ -1,0 +1,115 @@
+"""In the deployment's regime before a run: the ratios a scenario will run
+at, predicted from its config, and the smallest ``--scale K`` that puts it
+in the regime (``run --scale auto``; ``check`` says what it would pick).
+Pure.
+
+The ratios that decide Symphony's outcome under DCQCN (analysis.regime's
+VERDICT_RATIOS: the RTT, DCQCN's periods and recovery per ring step at line
+rate, the ECN thresholds per bandwidth-delay product) follow from the
+config: the step at line rate is a job's largest chunk over its host link's
+rate, DCQCN's parameters are what its agents will build (hosts.rank's
+rate_control, through the job file), and the RTT is estimated before a run
+as the base RTT of the job's slowest ring edge (experiments.config.derive:
+every link's delay and a data frame's serialisation out, an ACK's back).
+That estimate leaves out queueing and the emulator's own time per packet:
+on the soft target a frame leaves a twin's queue as its slot starts (no
+store-and-forward), so the lightly loaded RTT measured there (0.6 ms for
+the 2.4 ms this rule gives a 2-hop 20 Mbit/s path with small tail packets,
+experiments/README.md "Regime") is below the estimate, not above; the
+regime verdict after the run (analysis.regime) judges the measured RTT.
+
+``--scale K`` multiplies the bytes and durations (experiments.config.scale):
+the RTT stays, the step grows, and the emulation preset's DCQCN periods,
+derived from the step, grow with it until the timer floor no longer binds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from analysis.regime import VERDICT_RATIOS, describe, verdict
+from experiments.config import derive
+from experiments.config.scale import Scaling, scale
+from experiments.config.spec import ExperimentSpec, job_specs
+from hosts import dcqcn
+
+# the values --scale auto tries, smallest first
+LADDER = (1, 1.5, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 300, 500, 700, 1000)
+
+
+@dataclass(frozen=True)
+class JobRegime:
+    job: int
+    rtt_s: float                  # the estimate (module docstring)
+    line_step_s: float
+    ratios: dict[str, float]      # VERDICT_RATIOS the config gives
+    verdict: dict                 # analysis.regime.verdict's
+
+
+def predicted(spec: ExperimentSpec) -> list[JobRegime]:
+    """Each UDP job's ratios as its config makes them, and the verdict on them
+    (TCP jobs and jobs without DCQCN have no DCQCN ratios; their RTT per step
+    is judged alone)."""
+    targets = dcqcn.regime_targets()
+    out = []
+    for cfg, js in zip(spec.jobs, job_specs(spec, {}), strict=True):
+        line = js.line_rate_bps
+        if not line:
+            continue
+        rtt = derive.job_rtt_s(spec.topo, cfg.placed, js.udp.frame_bytes)
+        step = dcqcn.step_time_s(js.message_bytes, js.n_ranks, line)
+        ratios = {"rtt_per_step": rtt / step}
+        if js.transport == "udp" and js.dcqcn_preset != dcqcn.PRESET_OFF:
+            p = dcqcn.make_params(js.dcqcn_preset, line, js.regime_step_s, js.timer_floor_s, **js.dcqcn_overrides)
+            ratios.update(dcqcn.regime_ratios(p, step, rtt_s=rtt, kmin_pkts=spec.ecn.kmin, kmax_pkts=spec.ecn.kmax,
+                                              packet_bytes=js.udp.frame_bytes))
+        ratios = {k: v for k, v in ratios.items() if k in VERDICT_RATIOS}
+        out.append(JobRegime(js.job, rtt, step, ratios, verdict(ratios, targets)))
+    return out
+
+
+@dataclass(frozen=True)
+class AutoScale:
+    k: float
+    in_regime: bool
+    jobs: list[JobRegime]
+
+    def describe(self) -> str:
+        head = f"--scale auto: K = {self.k:g}"
+        if self.in_regime:
+            return head + (f", the smallest of {LADDER[0]:g}..{LADDER[-1]:g} that puts every job in the "
+                           "deployment's regime")
+        worst = "; ".join(f"job {j.job} {describe(j.verdict)}" for j in self.jobs if not j.verdict["in_regime"])
+        return (head + f": no K up to {LADDER[-1]:g} puts every job in the deployment's regime; this one comes "
+                f"closest ({worst})")
+
+
+def _worst(jobs: list[JobRegime]) -> float:
+    return max((o["factor"] for j in jobs for o in j.verdict["off"]), default=1.0)
+
+
+def auto_scale(spec: ExperimentSpec) -> AutoScale:
+    """The smallest K of LADDER whose scaled scenario is predicted in regime;
+    where none is, the K whose worst ratio is closest (ties: the smallest)."""
+    best: tuple[float, float, list[JobRegime]] | None = None
+    for k in LADDER:
+        try:
+            jobs = predicted(scale(spec, Scaling(float(k))))
+        except ValueError:          # (a JobError: messages too large to scale further)
+            if best is None:
+                raise
+            break
+        if all(j.verdict["in_regime"] for j in jobs):
+            return AutoScale(float(k), True, jobs)
+        worst = _worst(jobs)
+        if best is None or worst < best[0] * (1 - 1e-9):
+            best = (worst, float(k), jobs)
+    return AutoScale(best[1], False, best[2])
+
+
+def wall_time_s(oracle_end_s: float, runs: int, per_run_s: float = 10.0) -> float:
+    """A batch's expected wall time: each run as long as the oracle's
+    timeline of the scaled scenario (the emulation keeps real time), plus a
+    per-run set-up and teardown."""
+    return runs * (oracle_end_s + per_run_s) if math.isfinite(oracle_end_s) else math.inf
