@@ -227,7 +227,8 @@ class Runner:
         meta["runner_deadline_s"] = round(deadline_s, 3)
         if self.target == SIM:
             # a deployment's messages are too large to hold: the protocol carries zeros, unchecked
-            run_sim(plan, run_dir, res, meta, deadline_s, data=not (self.scaling and self.scaling.deployment))
+            run_sim(plan, run_dir, res, meta, deadline_s, data=not (self.scaling and self.scaling.deployment),
+                    progress=lambda line: self.say(f"{run_dir.name}: {line}"))
             return
         net = self._network(plan, run_dir)
         with net:

@@ -43,17 +43,13 @@ class Engine:
         q = self._q
         pop = heapq.heappop
         self._stopped = False
-        n = 0
-        try:
-            while q and q[0][0] <= until:
-                t, _, fn, args = pop(q)
-                self.now = t
-                n += 1
-                fn(*args)
-                if self._stopped:
-                    return
-        finally:
-            self.events += n
+        while q and q[0][0] <= until:
+            t, _, fn, args = pop(q)
+            self.now = t
+            self.events += 1
+            fn(*args)
+            if self._stopped:
+                return
 
     def pending(self) -> int:
         return len(self._q)

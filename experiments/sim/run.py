@@ -11,6 +11,7 @@ would build a network.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from contract import exits
@@ -20,6 +21,9 @@ from experiments.sim.engine import Engine
 from experiments.sim.network import SimCross, SimNetwork
 from experiments.sim.ranks import EPOCH_NS, SimRank, virtual_ns
 from experiments.supervise import AGENT_GRACE_S, EXIT_MEANINGS, RunFailed, RunResult, agent_error_reason
+
+PROGRESS_S = 10.0          # a long run says how far it got this often (wall seconds)
+LOOK_EVENTS = 5000         # and looks at the wall clock about this many events apart
 
 # meta.json's fidelity of a simulated run: nothing bends a virtual clock
 FIDELITY = {"verdict": "ok", "reasons": [], "checks": [],
@@ -75,16 +79,40 @@ class SimRun:
         if not self.running:
             self.engine.stop()
 
-    def run(self, deadline_s: float) -> None:
+    def run(self, deadline_s: float, progress: Callable[[str], None] | None = None) -> None:
         """Everything until the agents are done, one failed and the others
-        had their grace, or the runner's deadline (virtual seconds)."""
+        had their grace, or the runner's deadline (virtual seconds).
+        progress: called with a line every PROGRESS_S of wall time."""
         engine = self.engine
         self.injector.start(0.0)
         for t in sorted({a["t"] for a in self.injector.actions}):
             engine.at(t, self.injector.tick)
         for r in self.ranks:
             r.start(0.0)
+        if progress is not None:
+            self._watch(progress, deadline_s)
         engine.run(until=deadline_s)
+
+    def _watch(self, progress: Callable[[str], None], deadline_s: float) -> None:
+        """Look at the wall clock every LOOK_EVENTS events' worth of virtual
+        time (a guess refined as it goes) and report every PROGRESS_S."""
+        engine = self.engine
+        wall0 = last = time.perf_counter()
+        step = [max(deadline_s * 1e-6, 1e-6)]
+
+        def look(events_then: int) -> None:
+            nonlocal last
+            now = time.perf_counter()
+            if now - last >= PROGRESS_S:
+                last = now
+                progress(f"simulated {engine.now:.4f} s in {now - wall0:.0f} s: {self.net.frames_sent()} frames, "
+                         f"{self.running} agent(s) running")
+            # aim at about LOOK_EVENTS events between two looks
+            done = max(1, engine.events - events_then)
+            step[0] = min(step[0] * LOOK_EVENTS / done, deadline_s) if done else step[0] * 2
+            if self.running:
+                engine.at(engine.now + step[0], look, engine.events)
+        engine.at(0.0, look, 0)
 
     def close(self) -> list[str]:
         for r in self.ranks:
@@ -102,14 +130,15 @@ def failure(rank: SimRank) -> str:
 
 
 def run_sim(plan: RunPlan, run_dir: Path, res: RunResult, meta: dict, deadline_s: float,
-            data: bool = True) -> None:
+            data: bool = True, progress: Callable[[str], None] | None = None) -> None:
     """Simulate the plan into run_dir (module docstring); RunFailed (one line)
-    when an agent fails or the deadline passes with agents running."""
+    when an agent fails or the deadline passes with agents running;
+    progress: SimRun.run's."""
     t_wall = time.perf_counter()
     sim = SimRun(plan, run_dir, data)
     meta.update(target=sim.net.target, t0_ns=EPOCH_NS, start_margin_s=0.0)
     try:
-        sim.run(deadline_s)
+        sim.run(deadline_s, progress)
     finally:
         problems = sim.close()
         wall = time.perf_counter() - t_wall
