@@ -53,7 +53,7 @@ KINDS = tuple(KIND_FIELDS)
 OPTIONAL_FIELDS: dict[str, tuple[str, ...]] = {
     # lateness: {"pacing": ..., "dcqcn_timer": ...}, each a contract.lateness
     # record: how late the agent's loop sent what only the pacer held, and
-    # ran the DCQCN reaction point's timer events (UDP transport only)
+    # ran the DCQCN reaction point's timer events (the TCP transport: dcqcn_timer only)
     "stats": ("lateness",),
     # start (iteration 0 of an agent started by a start file only):
     # {"at_ns": the start time it read, "seen_ns": when it read it}, both ns
