@@ -135,20 +135,22 @@ def run_cached(task: Task, cache: Path) -> dict:
     return out
 
 
-def tasks(spec: ExperimentSpec, repeats: list[int], via: str, coarse: int = PREDICTION_COARSE) -> list[Task]:
+def tasks(spec: ExperimentSpec, repeats: list[int], via: str, coarse: int = PREDICTION_COARSE,
+          scales: tuple[str, ...] = SCALES) -> list[Task]:
     """Every (scale, repeat, variant) of a batch's prediction."""
     dep = deployment_scaling(spec, coarse)
     scaled = {"config": (spec, None), "deployment": (scale(spec, dep), dep)}
-    return [Task(name, rep, v, *scaled[name], via) for name in SCALES for rep in repeats for v in spec.variants]
+    return [Task(name, rep, v, *scaled[name], via) for name in scales for rep in repeats for v in spec.variants]
 
 
 def predict(spec: ExperimentSpec, repeats: list[int], via: str, cache: Path, workers: int | None = None,
-            progress: Callable[[Task, dict], None] = lambda t, r: None, coarse: int = PREDICTION_COARSE) -> dict:
+            progress: Callable[[Task, dict], None] = lambda t, r: None, coarse: int = PREDICTION_COARSE,
+            scales: tuple[str, ...] = SCALES) -> dict:
     """The simulation's figures for a batch (module docstring), as
     {"scales": {scale: {"jobs": {job: {baseline_cct_s, symphony_cct_s,
     cct_change_pct}}}}, "runs": [...]}; progress(task, result) after each."""
     cache.mkdir(parents=True, exist_ok=True)
-    todo = tasks(spec, repeats, via, coarse)
+    todo = tasks(spec, repeats, via, coarse, scales)
     workers = workers or min(len(todo), os.cpu_count() or 1)
     results: dict[Task, dict] = {}
     if workers <= 1:
@@ -166,7 +168,7 @@ def predict(spec: ExperimentSpec, repeats: list[int], via: str, cache: Path, wor
 
 
 def summarise(spec: ExperimentSpec, todo: list[Task], results: dict[Task, dict]) -> dict:
-    scales = {}
+    scales: dict[str, dict] = {}
     for name in SCALES:
         per: dict[str, dict[str, list[float]]] = {}
         for t in todo:

@@ -1,0 +1,108 @@
+"""The simulation against the emulation, on the same configs and seeds:
+
+    sudo python3 -m experiments.bench.sim_validation [--config PATH ...] [--target soft --target bmv2]
+                                                     [--repeat N] [--out DIR] [--json FILE]
+
+For each config (default: every shipped config with UDP jobs only, its
+sweep left out) and each emulated target, a batch of --repeat repeats of
+both variants as `experiments run` makes it; then the simulation at the
+config's own rates on the same repeats' schedules (experiments.sim.predict,
+cached under DIR/.sim-cache).  Per job, for the runs the batch counts
+(ok, and fidelity-ok unless none is): the measured baseline CCT against the
+simulation's (target: within 10 %), and the measured change Symphony makes
+against the simulation's (target: within 5 points).  Figures, not a timed
+test; the targets are printed beside what was measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+from experiments import config as C
+from experiments.cli_run import run_points
+from experiments.sim.predict import SIM_CACHE, predict
+from experiments.sim.run import refusal
+from experiments.summary import runs_via
+from experiments.supervise import RunResult
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+CCT_PCT, CHANGE_POINTS = 10.0, 5.0
+
+
+def shipped() -> list[Path]:
+    return [p for p in sorted(CONFIGS.glob("*.toml")) if not refusal(C.load(p))]
+
+
+def batch(spec: C.ExperimentSpec, target: str, out: Path) -> tuple[dict, list[RunResult]]:
+    """One batch as `experiments run` makes it (without its own simulation);
+    its summary and runs."""
+    args = SimpleNamespace(out=out, fail_fast=False, no_report=True, target=target, no_sim=True)
+    run_points(args, [(None, spec)])
+    exp = out / spec.name
+    summ = json.loads((exp / "summary.json").read_text())
+    results = [RunResult(exp / r["run"], r["variant"], r["repeat"], status=r["status"]) for r in summ["runs"]]
+    return summ, results
+
+
+def compare(spec: C.ExperimentSpec, target: str, summ: dict, sim: dict) -> list[dict]:
+    rows = []
+    for job, row in summ["jobs"].items():
+        s = sim["scales"]["config"]["jobs"].get(job) or {}
+        base, sbase = row.get("baseline_cct_s"), s.get("baseline_cct_s")
+        change, schange = row.get("cct_change_pct"), s.get("cct_change_pct")
+        rows.append({"config": spec.name, "target": target, "job": job,
+                     "baseline_cct_s": base, "sim_baseline_cct_s": sbase,
+                     "baseline_diff_pct": (base - sbase) / sbase * 100 if base and sbase else None,
+                     "change_pct": change, "sim_change_pct": schange,
+                     "change_diff_points": change - schange if change is not None and schange is not None else None,
+                     "runs_counted": {v: r["runs_ok"] for v, r in summ["variants"].items()},
+                     "fidelity": {v: r.get("fidelity") for v, r in summ["variants"].items()}})
+    return rows
+
+
+def line(r: dict) -> str:
+    def f(x, fmt):
+        return "-" if x is None else fmt.format(x)
+    ok = (r["baseline_diff_pct"] is not None and abs(r["baseline_diff_pct"]) <= CCT_PCT
+          and r["change_diff_points"] is not None and abs(r["change_diff_points"]) <= CHANGE_POINTS)
+    return (f"{r['config']:<24} {r['target']:<5} job {r['job']}: baseline {f(r['baseline_cct_s'], '{:.3f}')} s "
+            f"(sim {f(r['sim_baseline_cct_s'], '{:.3f}')}, {f(r['baseline_diff_pct'], '{:+.1f}')} %), change "
+            f"{f(r['change_pct'], '{:+.1f}')} % (sim {f(r['sim_change_pct'], '{:+.1f}')}, "
+            f"{f(r['change_diff_points'], '{:+.1f}')} points)  {'ok' if ok else 'MISSED'}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m experiments.bench.sim_validation",
+                                 description=__doc__.split("\n")[0])
+    ap.add_argument("--config", type=Path, action="append", default=None, metavar="PATH")
+    ap.add_argument("--target", action="append", default=None, choices=("soft", "bmv2"))
+    ap.add_argument("--repeat", type=int, default=2, metavar="N")
+    ap.add_argument("--out", type=Path, default=Path("results") / "sim-validation", metavar="DIR")
+    ap.add_argument("--json", type=Path, default=None, metavar="FILE")
+    args = ap.parse_args(argv)
+    rows = []
+    for path in args.config or shipped():
+        raw = C.load_raw(path)
+        raw["repeats"] = args.repeat
+        spec = C.resolve(raw, str(path))
+        for target in args.target or ["soft"]:
+            out = args.out / target
+            summ, results = batch(spec, target, out)
+            repeats = sorted({r.repeat for r in results})
+            sim = predict(spec, repeats, runs_via(results), args.out / SIM_CACHE, scales=("config",))
+            for r in compare(spec, target, summ, sim):
+                rows.append(r)
+                print(line(r), flush=True)
+    print(f"targets: each job's baseline CCT within {CCT_PCT:g} % of the simulation's, its change within "
+          f"{CHANGE_POINTS:g} points; {sum(line(r).endswith('ok') for r in rows)} of {len(rows)} met")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
