@@ -227,8 +227,14 @@ class Runner:
         meta["runner_deadline_s"] = round(deadline_s, 3)
         if self.target == SIM:
             # a deployment's messages are too large to hold: the protocol carries zeros, unchecked
-            run_sim(plan, run_dir, res, meta, deadline_s, data=not (self.scaling and self.scaling.deployment),
-                    progress=lambda line: self.say(f"{run_dir.name}: {line}"))
+            try:
+                run_sim(plan, run_dir, res, meta, deadline_s, data=not (self.scaling and self.scaling.deployment),
+                        progress=lambda line: self.say(f"{run_dir.name}: {line}"))
+            finally:
+                f = meta.get("sim") or {}
+                if f:
+                    self.say(f"{run_dir.name}: simulated {f['virtual_s']:.4g} s in {f['wall_s']:.1f} s: {f['frames']} "
+                             f"frames ({f['frames_per_s']}/s), {f['events']} events ({f['events_per_s']}/s)")
             return
         net = self._network(plan, run_dir)
         with net:
