@@ -16,7 +16,7 @@ from experiments import config as C
 from experiments.cli_common import load
 from experiments.cli_model import MODEL_ERRORS, planned_schedules
 from experiments.config.machine import agents_memory_bytes, emulation_refusal
-from experiments.config.regime import auto_scale, wall_time_s
+from experiments.config.regime import PACKET_BUDGET_PPS, auto_scale, data_packets, wall_time_s
 from experiments.config.scale import Scaling, scale
 from experiments.oracle.scenario import predict_repeats
 from experiments.sim.run import refusal
@@ -42,15 +42,22 @@ def scale_advice(spec: C.ExperimentSpec) -> list[str]:
     auto = auto_scale(spec)
     lines = [auto.describe()]
     scaled = scale(spec, Scaling(auto.k))
+    load = ""
     try:
         pred = predict_repeats(scaled, planned_schedules(scaled, "soft")[0])
         end = sum(max(p.baseline.end_s, p.symphony.end_s) for p in pred.repeats.values()) / len(pred.repeats)
         wall = wall_time_s(end, spec.repeats * len(spec.variants))
         when = f"{wall / 60:.1f} min" if wall < 3600 else f"{wall / 3600:.1f} h"
+        pps = data_packets(scaled) / end
+        load = (f"; its agents send about {pps:,.0f} data packets/s, "
+                + ("within" if pps <= PACKET_BUDGET_PPS else "over")
+                + f" this machine's budget of {PACKET_BUDGET_PPS:,} (the most the fidelity monitors find ok on "
+                "2 cores)")
     except MODEL_ERRORS as exc:
         when = f"unknown (the oracle: {exc})"
     lines.append(f"at K = {auto.k:g}: the agents hold {agents_memory_bytes(scaled) / 1e9:.2f} GB at once; a batch of "
-                 f"{spec.repeats} repeat(s) x {len(spec.variants)} variant(s) takes about {when} on the emulation")
+                 f"{spec.repeats} repeat(s) x {len(spec.variants)} variant(s) takes about {when} on the emulation"
+                 + load)
     return lines
 
 

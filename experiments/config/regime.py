@@ -113,3 +113,21 @@ def wall_time_s(oracle_end_s: float, runs: int, per_run_s: float = 10.0) -> floa
     timeline of the scaled scenario (the emulation keeps real time), plus a
     per-run set-up and teardown."""
     return runs * (oracle_end_s + per_run_s) if math.isfinite(oracle_end_s) else math.inf
+
+
+# What this machine carries with every fidelity check ok (experiments/README.md,
+# "Fidelity at scale"): data packets per second from all agents together, on
+# 2 cores: 8 ranks at 10 Mbit/s with 1400-byte packets (7,100/s) were ok, 16
+# (14,300/s) were not; with 4 KB packets 16 ranks (4,900/s) were.
+PACKET_BUDGET_PPS = 10_000
+
+
+def data_packets(spec: ExperimentSpec) -> int:
+    """Every data packet a run's agents send once (no retransmission): each
+    rank sends 2(N-1) chunks of S/N per iteration."""
+    total = 0
+    for js in job_specs(spec, {}):
+        n = js.n_ranks
+        chunk = -(-js.message_bytes // n)
+        total += js.iterations * 2 * (n - 1) * n * -(-chunk // js.udp.payload_bytes)
+    return total
