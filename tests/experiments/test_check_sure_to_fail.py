@@ -121,7 +121,9 @@ def test_a_loss_the_runs_outlast_or_below_100_percent_is_accepted(tmp_path, caps
 
 
 def test_every_shipped_config_is_accepted_without_a_word(capsys):
-    for path in sorted((REPO / "experiments" / "configs").glob("*.toml")):
+    """The shipped configs and the victim bench's untuned family."""
+    for path in sorted([*(REPO / "experiments" / "configs").glob("*.toml"),
+                        *(REPO / "experiments" / "bench" / "family").glob("*.toml")]):
         code, err, out = cli_lines(["check", path], capsys)
         assert code == exits.OK and warnings(err) == [], (path.name, err)
         assert tomllib.loads(out)["name"]

@@ -12,13 +12,17 @@ from contract import exits
 from experiments.bench.victim import job_figures, main, targets, victim_of
 
 
-def summary(large_change, victim_change, victim_captured, victim_eff):
-    def job(base, change, oracle_change, captured, eff):
+def summary(large_change, victim_change, victim_captured, victim_eff, victim_dep=-40.0, in_regime=True):
+    def job(base, change, oracle_change, captured, eff, dep):
         return {"baseline_cct_s": base, "symphony_cct_s": base * (1 + change / 100), "cct_change_pct": change,
                 "captured": captured, "efficiency": eff,
-                "oracle": {"baseline_cct_s": base * eff, "cct_change_pct": oracle_change}}
-    return {"jobs": {"1": job(8.0, large_change, -1.4, None, 0.93),
-                     "2": job(0.9, victim_change, -52.3, victim_captured, victim_eff)}}
+                "oracle": {"baseline_cct_s": base * eff, "cct_change_pct": oracle_change},
+                "sim": {"config": None, "deployment": {"cct_change_pct": dep}}}
+    verdict = {"in_regime": in_regime, "off": [] if in_regime else
+               [{"ratio": "rtt_per_step", "value": 0.02, "target": 0.001, "factor": 20.0}]}
+    return {"jobs": {"1": job(8.0, large_change, -1.4, None, 0.93, 0.5),
+                     "2": job(0.9, victim_change, -52.3, victim_captured, victim_eff, victim_dep)},
+            "regime": {"verdicts": {"1": verdict, "2": verdict}}}
 
 
 MEANS = {"baseline": {"1": [8.0, 8.02, 7.98], "2": [0.89, 0.90, 0.91]},
@@ -41,16 +45,27 @@ def test_the_victim_is_the_job_the_oracle_gains_most_for_and_only_above_2_pct():
 
 def test_each_target_is_judged_on_its_own_figure():
     got = {c["what"]: c["met"] for c in targets(job_figures(summary(2.5, -33.3, 0.64, 1.40), MEANS))}
-    assert got["job 2 (victim): change"] is True                 # -33.3 <= -30
-    assert got["job 2 (victim): captured"] is False              # 0.64 < 0.70
-    assert got["job 1: change"] is True                          # +2.5 <= +5
+    assert got["job 2 (victim): change against the deployment simulation's"] is True    # -33.3 vs -40 +- 10
+    assert got["job 2 (victim): captured (the deployment simulation: 0.76)"] is True    # 0.64 >= 0.50
+    assert got["job 1: change against the deployment simulation's"] is True            # +2.5 vs +0.5 +- 5
     assert got["job 1: baseline against the oracle's (oracle / measured)"] is True     # 0.93
     assert got["job 2: baseline against the oracle's (oracle / measured)"] is False    # 1.40
+    assert got["job 1: in the deployment's regime"] is True
     noise = next(w for w in got if w.startswith("job 1: oracle"))
     assert got[noise] is False                                   # +2.5 % against 2 SE of about 0.7 %
-    worse = {c["what"]: c["met"] for c in targets(job_figures(summary(6.0, -20.0, 0.75, 1.0), MEANS))}
-    assert worse["job 1: change"] is False and worse["job 2 (victim): change"] is False
-    assert worse["job 2 (victim): captured"] is True
+    worse = {c["what"]: c["met"] for c in targets(job_figures(summary(6.0, -20.0, 0.38, 1.0, in_regime=False),
+                                                              MEANS))}
+    assert worse["job 1: change against the deployment simulation's"] is False         # +6.0 vs +0.5
+    assert worse["job 2 (victim): change against the deployment simulation's"] is False  # -20 vs -40
+    assert worse["job 2 (victim): captured (the deployment simulation: 0.76)"] is False
+    assert worse["job 2: in the deployment's regime"] is False
+
+
+def test_captured_is_a_target_only_where_the_deployment_simulation_captures_half():
+    checks = targets(job_figures(summary(2.5, -10.0, 0.19, 1.0, victim_dep=-20.0), MEANS))
+    assert not [c for c in checks if "captured" in c["what"]]       # -20 / -52.3 = 0.38 < 0.50
+    change = next(c for c in checks if c["what"].startswith("job 2 (victim): change"))
+    assert change["met"] is True                                    # -10 vs -20 +- 10
 
 
 def test_a_target_without_enough_runs_is_not_judged():
