@@ -68,7 +68,7 @@ class SimHost:
         at = self.engine.at
         for frame in nic.pop_due(now):
             self.stats["tx"] += 1
-            at(now + nic.service_time(frame) + self.delay_s, receive, port, frame)
+            at(now + nic.in_flight_s(frame) + self.delay_s, receive, port, frame)
         d = nic.deadline()
         if d is not None:
             self.waker.wake_at(d)

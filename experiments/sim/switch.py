@@ -33,11 +33,12 @@ class SimSwitch(SwitchCore):
         self.arrive(port, frame, self.engine.now)
 
     def transmit(self, port: int, frame: bytes, now: float) -> None:
-        """The frame starts on the wire now; the peer has it once its last
-        bit is there (the queue's rate: it held the port that long)."""
+        """The frame's last bit is out now (the queue let it go serialised,
+        queues.EgressQueue.in_flight_s); the peer has it a propagation
+        delay later."""
         self.stats[port]["tx"] += 1
         receive, peer_port = self.out[port]
-        self.engine.at(now + self.queues[port].service_time(frame) + self.delay_s[port], receive, peer_port, frame)
+        self.engine.at(now + self.queues[port].in_flight_s(frame) + self.delay_s[port], receive, peer_port, frame)
 
     def held(self, kind: str, port: int) -> None:
         if kind == "queue":

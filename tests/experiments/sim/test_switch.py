@@ -2,7 +2,8 @@
 topologies/switch/twin/switch.py): the same frames at the same times, with
 the same control-plane plan installed, give the same frames out at the same
 times and the same marks, drops, registers and counters; and each frame
-reaches the far end of its link once its last bit is there."""
+reaches the far end of its link once its last bit is there (store and
+forward, topologies/switch/twin/queues.py)."""
 
 from __future__ import annotations
 
@@ -119,9 +120,26 @@ def test_the_same_frames_give_the_same_marks_drops_and_counters():
 
 
 def test_a_frame_arrives_once_its_last_bit_is_there():
+    """Store and forward: a frame leaves its port once serialised, the head
+    of an idle port too, so no two leave closer than the later one's own
+    time on the wire, and a frame that found its port idle leaves its wire
+    time after it came in; the far end (no propagation delay here) has it
+    then."""
     plan = star_plan()
-    _, sent, arrived = run_sim(plan, arrivals(200))
+    frames = arrivals(200)
+    _, sent, arrived = run_sim(plan, frames)
     assert len(sent) == len(arrived)
+    wire = 1000 * 8 / (RATE_MBIT * 1e6)
+    came = [t for t, _, _ in frames]
+    assert sent[0][0] == frames[0][0] + wire
+    last: dict[int, float] = {}
+    idle_heads = 0
     for (t_out, port, frame), (t_in, host, got) in zip(sent, arrived, strict=True):
-        assert got == frame and host == f"h{port}"
-        assert t_in == t_out + len(frame) * 8 / (RATE_MBIT * 1e6)
+        assert got == frame and host == f"h{port}" and t_in == t_out
+        gap = t_out - last.get(port, -math.inf)
+        assert gap >= wire - 1e-12
+        if gap > wire + 1e-9:           # the port had gone idle: this one came in a wire time ago
+            assert any(abs(t_out - wire - t) < 1e-12 for t in came)
+            idle_heads += 1
+        last[port] = t_out
+    assert idle_heads > 10

@@ -29,6 +29,11 @@ from topologies.switch.twin.pipeline import Pipeline
 from topologies.switch.twin.queues import DEFAULT_DEPTH, EgressQueue
 
 DIRECTIONS = ("egress", "ingress")
+# More frames than this in a queue is a standing backlog, which the switch
+# may wake for at a coarser step (switch.QUEUE_WAKE_S); a few frames (two
+# probes a netem's jitter bunched, an ACK behind a data frame) are woken for
+# exactly.
+SHORT_QUEUE = 4
 
 
 class SwitchCore:
@@ -201,12 +206,14 @@ class SwitchCore:
         return (self.queues[port] if kind == "queue" else self.lines[kind][port]).deadline()
 
     def deadlines(self):
-        """(kind, when) of every queue ("queue") and delay line ("line")
-        that holds something: when it next has something due."""
+        """(kind, when) of every queue and delay line ("line") that holds
+        something: when it next has something due.  A queue is "queue" when
+        it holds a standing backlog (more than SHORT_QUEUE frames), "head"
+        when it holds a few."""
         for q in self.queues.values():
             d = q.deadline()
             if d is not None:
-                yield "queue", d
+                yield "queue" if len(q) > SHORT_QUEUE else "head", d
         for lines in self.lines.values():
             for line in lines.values():
                 d = line.deadline()

@@ -8,7 +8,12 @@ Two rate units:
   and for the conformance runner.
 - bits/s (set_rate_bps): a real link; a packet holds the port for
   len(frame) * 8 / bps seconds, so a 70-byte ACK costs 1/20 of a 1400-byte
-  data packet.  The soft target's control plane uses this one.
+  data packet, and leaves once its last bit is out (store and forward: the
+  head of an idle port too waits its own serialisation, as on a wire, so a
+  path's RTT has every hop's frame time in it, as the config's network
+  has).  The soft target's control plane and the simulation use this one.
+  In packets/s mode the head of an idle port leaves at once, as BMv2's
+  queue lets it go.
 Frame lengths are the bytes the switch reads (Ethernet header on, no FCS,
 preamble or gap), as tc htb counts them on the hosts' side.
 
@@ -23,10 +28,11 @@ Fidelity accounting (rate-limited queues; read with ``figures()``):
   switch serves its queues on time, below 1 when it was too late to catch up
   (a rate change restarts the clock: its head leaves at once, the rest at
   the new rate, and nothing counts as lost or late);
-- lateness: for every frame that waited for the port (not the head of an
-  idle port, which leaves as it arrives), how long after its scheduled
-  departure it left (contract.lateness).  A queue's wake-ups are rounded up
-  to the millisecond (switch.py), so up to about 1 ms is by design."""
+- lateness: for every frame that waited for the port (in packets/s mode
+  not the head of an idle port, which leaves as it arrives), how long after
+  its scheduled departure it left (contract.lateness).  A queue's wake-ups are rounded up
+  to switch.QUEUE_WAKE_S (1 ms) while backlogged, so up to about that is by
+  design."""
 
 from __future__ import annotations
 
@@ -50,7 +56,7 @@ class EgressQueue:
         else:
             self.set_rate(pps)        # also sets next_time: when the head may leave
         self.late = Lateness()
-        self._fresh = False           # the head arrived at an idle port: it leaves on arrival
+        self._fresh = False           # packets/s: the head arrived at an idle port, it leaves on arrival
         self.service_s = 0.0          # service time of every frame let go (at its rate)
         self.lost_s = 0.0             # schedule lost to wake-ups too late to catch up
         self.bytes_out = 0
@@ -100,12 +106,19 @@ class EgressQueue:
         """False when a packet arriving now would be dropped (drop-tail)."""
         return len(self.q) < self.depth
 
+    @property
+    def store_and_forward(self) -> bool:
+        """A frame leaves once serialised (bits/s: a link), not as its slot
+        starts (packets/s: BMv2's queue)."""
+        return self.bps is not None
+
     def push(self, frame: bytes, now: float) -> None:
         """Enqueue (the caller checked room() and ran egress with len(self)
         as enq_qdepth)."""
-        if not self.q and self.next_time <= now:
-            self.next_time = now          # idle queue: the head may leave at once
-            self._fresh = True
+        if not self.q and (self.next_time <= now or self._restart):
+            self.next_time = now          # idle queue: the head starts at once
+            self._fresh = not self.store_and_forward
+            self._restart = False         # the clock starts here
         self.q.append(frame)
 
     def service_time(self, frame: bytes) -> float:
@@ -114,10 +127,21 @@ class EgressQueue:
             return len(frame) * 8 / self.bps
         return self.gap
 
+    def in_flight_s(self, frame: bytes) -> float:
+        """How long after pop_due lets `frame` go its last bit is out:
+        nothing when it left serialised, its slot in packets/s mode."""
+        return 0.0 if self.store_and_forward else self.service_time(frame)
+
+    def _leaves(self, frame: bytes) -> float:
+        """When the head, `frame`, leaves: next_time is when its
+        serialisation starts."""
+        return self.next_time + (self.service_time(frame) if self.store_and_forward else 0.0)
+
     def pop_due(self, now: float, limit: int = 256) -> list[bytes]:
         """Frames whose departure time has come, at most `limit`.  A frame
-        leaves at next_time and the next one may leave once it has been
-        serialised (next_time + its service time)."""
+        starts at next_time, the next one once it has been serialised
+        (next_time + its service time); it leaves as it starts in packets/s
+        mode, once serialised in bits/s mode."""
         out = []
         if self.unlimited:
             while self.q and len(out) < limit:
@@ -126,14 +150,14 @@ class EgressQueue:
         # a late wake-up may catch up a little (the loop cannot wake every
         # gap at high rates), but never with an unbounded burst
         late, fresh = self.late, self._fresh or self._restart
-        if self._restart:                 # a new rate: the head leaves now, nothing was lost
+        if self._restart:                 # a new rate: the head starts now, nothing was lost
             self.next_time, self._restart = now, False
-        schedule = self.next_time
+        schedule = self._head_leaves()    # as scheduled, before a late wake-up's cut
         floor = now - max(4 * self.gap, MAX_CATCH_UP_S)
-        if schedule < floor:
-            self.lost_s += floor - schedule
+        if self.next_time < floor:
+            self.lost_s += floor - self.next_time
             self.next_time = floor
-        while self.q and self.next_time <= now and len(out) < limit:
+        while self.q and self._leaves(self.q[0]) <= now and len(out) < limit:
             frame = self.q.popleft()
             out.append(frame)
             if fresh:
@@ -142,10 +166,13 @@ class EgressQueue:
                 late.add(now - schedule)
             s = self.service_time(frame)
             self.next_time += s
-            schedule = self.next_time
+            schedule = self._head_leaves()
             self.service_s += s
             self.bytes_out += len(frame)
         return out
+
+    def _head_leaves(self) -> float:
+        return self._leaves(self.q[0]) if self.q else self.next_time
 
     def figures(self) -> dict:
         """The port's fidelity figures so far (module docstring): seconds
@@ -160,4 +187,6 @@ class EgressQueue:
         """When pop_due next has something, None when empty."""
         if not self.q:
             return None
-        return 0.0 if self.unlimited else self.next_time
+        if self.unlimited or self._restart:       # a pop lets it go, or restarts the clock
+            return 0.0
+        return self._leaves(self.q[0])

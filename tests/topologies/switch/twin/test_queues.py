@@ -59,12 +59,13 @@ def departures(q, frames, step=1e-5, until=10.0):
 def test_bit_rate_serialises_by_length():
     bps = 1_000_000
     q = EgressQueue(depth=10, bps=bps)
-    (t0, _), (t1, _), (t2, _) = departures(q, [bytes(1400), bytes(70), bytes(1400)])
-    assert t0 == 0.0
-    big, small = t1 - t0, t2 - t1            # the time each packet held the port
-    assert big == pytest.approx(1400 * 8 / bps)
-    assert small == pytest.approx(70 * 8 / bps)
-    assert small / big == pytest.approx(1 / 20)
+    (t0, _), (t1, _), (t2, _) = departures(q, [bytes(1400), bytes(70), bytes(1400)], step=1e-6)
+    # store and forward: each leaves once its last bit is out, the head of
+    # the idle port too, so each gap is the departing frame's own time
+    assert t0 == pytest.approx(1400 * 8 / bps, abs=1e-6)
+    small, big = t1 - t0, t2 - t1
+    assert big == pytest.approx(1400 * 8 / bps, abs=1e-6)
+    assert small == pytest.approx(70 * 8 / bps, abs=1e-6)
 
 
 def test_packet_rate_ignores_length():
@@ -91,7 +92,7 @@ def test_bit_rate_drains_the_rate_in_bytes_per_second():
 def test_bit_rate_catch_up_is_bounded_and_switching_units():
     q = EgressQueue(depth=500, bps=1_000_000)       # a 1500-byte frame takes 12 ms
     q.push(b"a", now=1.0)
-    assert q.pop_due(1.0) == [b"a"]
+    assert q.pop_due(1.0) == [] and q.pop_due(1.0 + 8e-6) == [b"a"]     # 1 byte: 8 us on the wire
     for _ in range(400):
         q.push(bytes(100), now=1.5)
     # woken 1 s late: at most 4 full frames' worth (48 ms = 60 such packets), not 400
@@ -113,12 +114,12 @@ def test_served_on_time_the_port_achieves_its_rate_and_nothing_is_late():
     q = EgressQueue(depth=100, bps=1_000_000)       # 1250-byte frames: 10 ms each
     for _ in range(10):
         q.push(bytes(1250), now=0.0)
-    assert len(drain_at(q, [0.0] + [0.01 * k + 1e-9 for k in range(1, 10)])) == 10
+    assert drain_at(q, [0.01 - 1e-9]) == []                  # the head leaves serialised, at 10 ms
+    assert len(drain_at(q, [0.01 * k + 1e-9 for k in range(1, 11)])) == 10
     f = q.figures()
     assert f["service_s"] == pytest.approx(0.1) and f["lost_s"] == 0 and f["rate_ratio"] == 1.0
     assert f["bytes"] == 12500 and f["busy_s"] == pytest.approx(0.1)
-    # the head of the idle port left as it arrived: not a sample; the other nine on time
-    assert f["lateness"]["n"] == 9 and f["lateness"]["max_ms"] < 1e-6
+    assert f["lateness"]["n"] == 10 and f["lateness"]["max_ms"] < 1e-6
 
 
 def test_late_wake_ups_the_queue_catches_up_cost_lateness_not_rate():
@@ -126,27 +127,27 @@ def test_late_wake_ups_the_queue_catches_up_cost_lateness_not_rate():
     for _ in range(10):
         q.push(bytes(1250), now=0.0)
     # every wake-up 4 ms late (within the catch-up allowance): frames leave late, back on schedule
-    assert len(drain_at(q, [0.0] + [0.01 * k + 0.004 for k in range(1, 10)])) == 10
+    assert len(drain_at(q, [0.01 * k + 0.004 for k in range(1, 11)])) == 10
     f = q.figures()
     assert f["rate_ratio"] == 1.0 and f["lost_s"] == 0
-    assert f["lateness"]["n"] == 9 and 4.0 <= f["lateness"]["p50_ms"] <= 4.0 * 2 ** 0.25
+    assert f["lateness"]["n"] == 10 and 4.0 <= f["lateness"]["p50_ms"] <= 4.0 * 2 ** 0.25
 
 
 def test_a_wake_up_too_late_to_catch_up_loses_schedule_and_rate():
     q = EgressQueue(depth=100, bps=1_000_000)       # catch-up allowance: 4 x 12 ms (1500-byte frames)
     for _ in range(10):
         q.push(bytes(1250), now=0.0)
-    assert len(q.pop_due(0.0)) == 1
-    late = q.pop_due(0.2)                           # due at 0.01, woken at 0.2
-    # the schedule moves to 0.2 - 0.048: five frames fit by 0.2, 0.142 s are lost
-    assert len(late) == 5
-    drain_at(q, [t + 1e-9 for t in (0.202, 0.212, 0.222, 0.232)])
+    assert len(q.pop_due(0.01 + 1e-9)) == 1
+    late = q.pop_due(0.2)                           # the next due at 0.02, woken at 0.2
+    # the schedule moves to 0.2 - 0.048: four frames are serialised by 0.2, 0.142 s are lost
+    assert len(late) == 4
+    drain_at(q, [t + 1e-9 for t in (0.202, 0.212, 0.222, 0.232, 0.242)])
     f = q.figures()
     assert len(q) == 0 and f["lost_s"] == pytest.approx(0.142)
     assert f["rate_ratio"] == pytest.approx(0.1 / 0.242, abs=1e-4)
     assert f["busy_s"] == pytest.approx(0.242)
-    # lateness: 190 ms for the frame due at 0.01, then 38, 28, 18, 8 ms, then on time
-    assert f["lateness"]["n"] == 9 and f["lateness"]["max_ms"] == pytest.approx(190.0)
+    # lateness: 180 ms for the frame due at 0.02, then 28, 18, 8 ms, then on time
+    assert f["lateness"]["n"] == 10 and f["lateness"]["max_ms"] == pytest.approx(180.0)
 
 
 def test_frames_arriving_at_an_idle_port_are_neither_late_nor_lost():
@@ -171,10 +172,12 @@ def test_a_rate_change_restarts_the_clock_without_a_burst_or_a_loss():
     q = EgressQueue(depth=100, bps=1_000_000)       # 10 ms per 1250-byte frame
     for _ in range(10):
         q.push(bytes(1250), now=5.0)
-    assert len(drain_at(q, [5.0, 5.01 + 1e-9])) == 2
+    assert len(drain_at(q, [5.01 + 1e-9, 5.02 + 1e-9])) == 2
     q.set_rate_bps(500_000)                          # a squeeze: 20 ms per frame
-    assert q.deadline() == 0.0
-    assert len(q.pop_due(5.1)) == 1                  # the head at once, no catch-up from the old clock
-    assert q.pop_due(5.1 + 0.019) == [] and len(q.pop_due(5.12 + 1e-9)) == 1
+    assert q.deadline() == 0.0                       # a pop restarts the clock
+    assert q.pop_due(5.1) == []                      # the head starts now, no catch-up from the old clock
+    assert q.deadline() == pytest.approx(5.12)
+    assert len(q.pop_due(5.12 + 1e-9)) == 1
+    assert q.pop_due(5.1 + 0.039) == [] and len(q.pop_due(5.14 + 1e-9)) == 1
     f = q.figures()
     assert f["lost_s"] == 0 and f["rate_ratio"] == 1.0 and f["lateness"]["max_ms"] < 1e-3
