@@ -209,6 +209,11 @@ class Sender:
                 self._gap_rate = rate
 
     def _queue(self, flow: SendFlow, idx: int, why: str) -> None:
+        """Queue a retransmission; the packet is sent more than once from
+        here on, so its ACK gives no RTT sample (Karn), whichever rule resent
+        it (a gap-rule resend once did not count, and the original's ACK then
+        timed the resend: samples far below the path's RTT)."""
+        flow.retries[idx] += 1
         flow.queued[idx] = 1
         flow.rtx.append((idx, why))
 
@@ -235,7 +240,6 @@ class Sender:
                 # others are acked meanwhile instead of all being resent
                 heapq.heappush(timers, (self._rto_hold, seq, step, idx))
                 continue
-            flow.retries[idx] += 1
             self._queue(flow, idx, "timeout")
             if self.peer_heard and self._cur_rto() < self.p.rto_max_ms / 1000.0:
                 self._backoff += 1
@@ -265,7 +269,6 @@ class Sender:
         for i in range(flow.next_new - 1, flow.cum - 1, -1):
             if not flow.acked[i]:
                 flow.probed = True
-                flow.retries[i] += 1
                 self._queue(flow, i, "probe")
                 return
 
@@ -298,7 +301,7 @@ class Sender:
             upto, sack = -(-ack.cum // psize), ack.sack
         self.counters["rx_ack"] += 1
         self.peer_heard = True
-        sample = [0, 0.0]
+        sample = [0, 0.0]            # transmission number, RTT
         echo_sample = None
         if ack.flags & ACK_ECHO:
             # the newest transmission the receiver has seen of this step; a

@@ -202,3 +202,25 @@ def test_queue_building_across_a_step_boundary_causes_no_timeout():
     assert sim.now - start[0] < 0.4      # 4 steps at ~0.1 s: no back-off stalls
     for ep in sim.eps:
         assert not any(k.startswith("retransmit") for k in ep.counters), dict(ep.counters)
+
+
+def test_a_gap_rule_resend_gives_no_rtt_sample():
+    """Karn: the tail overtakes four full packets (2 ms against 0.2 ms), the
+    gap rule resends them, and the originals' ACK must not time the resends
+    (it once did: samples of 50 us on a 2 ms path)."""
+    size = 5 * 1400 + 100
+    sim = Sim(2, lambda r, step: size)
+    push = sim.push
+
+    def overtaking(dst, kind, pkt, src):
+        sim.delay = 0.002 if kind == "d" and len(pkt) > 1000 else 0.0002
+        push(dst, kind, pkt, src)
+    sim.push = overtaking
+    samples = []
+    sample = sim.eps[0].sender._rtt_sample
+    sim.eps[0].sender._rtt_sample = lambda rtt: (samples.append(rtt), sample(rtt))
+    sim.step(0, [bytes(size)] * 2)
+    assert sim.eps[0].counters["retransmit_gap"] > 0
+    # a full packet's (2 ms out, 0.2 back) or the tail's (0.2 and 0.2), none timing a resend
+    assert all(rtt >= 0.0022 - 1e-9 or abs(rtt - 0.0004) < 1e-9 for rtt in samples), samples
+    assert any(rtt >= 0.0022 for rtt in samples)
