@@ -31,7 +31,7 @@ from analysis.simulation import SCALES as SIM_SCALES
 from analysis.simulation import SCHEMA as SIM_SCHEMA
 from contract import exits
 from experiments import rundir as R
-from experiments.config import ExperimentSpec
+from experiments.config import ExperimentSpec, derive
 from experiments.config.scale import Scaling
 from experiments.config.spec import job_specs
 from experiments.fidelity import summary_warnings
@@ -89,11 +89,12 @@ def oracle_document(spec: ExperimentSpec, schedules: Mapping[int, list[dict]], s
     return document(spec, predict_repeats(spec, schedules), stamp)
 
 
-def job_regime(js: JobSpec, kmin_pkts: float, kmax_pkts: float) -> dict | None:
+def job_regime(js: JobSpec, kmin_pkts: float, kmax_pkts: float, base_rtt_s: float) -> dict | None:
     """One job's DCQCN parameters as the agents build them
     (hosts.rank.rate_control), their ratios at the step time the timers
-    derive from, and the ECN thresholds with the frame they count; None
-    without DCQCN (preset off, TCP, no line rate)."""
+    derive from, the ECN thresholds with the frame they count and the base
+    RTT of its slowest ring edge as the network has it (derive.job_rtt_s);
+    None without DCQCN (preset off, TCP, no line rate)."""
     if js.transport != "udp" or js.dcqcn_preset == dcqcn.PRESET_OFF or js.line_rate_bps is None:
         return None
     p = dcqcn.make_params(js.dcqcn_preset, js.line_rate_bps, js.regime_step_s, js.timer_floor_s,
@@ -110,7 +111,7 @@ def job_regime(js: JobSpec, kmin_pkts: float, kmax_pkts: float) -> dict | None:
                         "increase": p.increase_period_s, "cnp": p.cnp_interval_s},
             "recovery_s": design["recovery_per_step"] * step, "climb_s": design["climb_per_step"] * step,
             "design": design, "drift": drift, "kmin_pkts": kmin_pkts, "kmax_pkts": kmax_pkts,
-            "frame_bytes": js.udp.frame_bytes}
+            "frame_bytes": js.udp.frame_bytes, "base_rtt_s": base_rtt_s}
 
 
 def regime_document(spec: ExperimentSpec, stamp: str) -> dict:
@@ -122,7 +123,9 @@ def regime_document(spec: ExperimentSpec, stamp: str) -> dict:
     return {"schema": REGIME_SCHEMA, "experiment": spec.name, "stamp": stamp,
             "deployment_step_s": d.step_s, "deployment_rtt_s": d.base_rtt_s,
             "targets": dcqcn.regime_targets(), "labels": dict(dcqcn.RATIO_LABELS),
-            "jobs": {str(js.job): job_regime(js, spec.ecn.kmin, spec.ecn.kmax) for js in job_specs(spec, {})}}
+            "jobs": {str(js.job): job_regime(js, spec.ecn.kmin, spec.ecn.kmax,
+                                             derive.job_rtt_s(spec.topo, cfg.placed, js.udp.frame_bytes))
+                     for cfg, js in zip(spec.jobs, job_specs(spec, {}), strict=True)}}
 
 
 def _regime(spec: ExperimentSpec, exp_dir: Path, stamp: str, say: Callable[[str], None]

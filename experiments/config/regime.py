@@ -8,15 +8,13 @@ VERDICT_RATIOS: the RTT, DCQCN's periods and recovery per ring step at line
 rate, the ECN thresholds per bandwidth-delay product) follow from the
 config: the step at line rate is a job's largest chunk over its host link's
 rate, DCQCN's parameters are what its agents will build (hosts.rank's
-rate_control, through the job file), and the RTT is estimated before a run
-as the base RTT of the job's slowest ring edge (experiments.config.derive:
-every link's delay and a data frame's serialisation out, an ACK's back).
-That estimate leaves out queueing and the emulator's own time per packet:
-on the soft target a frame leaves a twin's queue as its slot starts (no
-store-and-forward), so the lightly loaded RTT measured there (0.6 ms for
-the 2.4 ms this rule gives a 2-hop 20 Mbit/s path with small tail packets,
-experiments/README.md "Regime") is below the estimate, not above; the
-regime verdict after the run (analysis.regime) judges the measured RTT.
+rate_control, through the job file), and the RTT is the base RTT of the
+job's slowest ring edge as the network has it (experiments.config.derive:
+every link's delay and a data frame's serialisation out, an ACK's back),
+which the soft target's twin and the simulation both give (their queues
+store and forward: topologies/switch/twin/queues.py).  The verdict after a
+run (analysis.regime.verdict_rtt_s) counts the same RTT, or the floor the
+runs measured where the emulator was slower than its network.
 
 ``--scale K`` multiplies the bytes and durations (experiments.config.scale):
 the RTT stays, the step grows, and the emulation preset's DCQCN periods,

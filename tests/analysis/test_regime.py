@@ -121,3 +121,19 @@ def test_a_run_is_in_regime_when_every_deciding_ratio_is_within_a_factor_two():
     assert verdicts["1"] == {"in_regime": True, "off": []}
     verdicts = job_verdicts({"baseline": {"1": {"rtt_min_s": 0.001, "step_s": 0.05}}}, doc)
     assert [o["ratio"] for o in verdicts["1"]["off"]] == ["rtt_per_step", "kmin_per_bdp"]
+
+
+def test_the_verdict_counts_the_networks_base_rtt_not_the_loaded_minimum():
+    """The runs' minimum sample carries DCQCN's standing queue: the verdict
+    takes the network's base RTT where the regime file has it, and the
+    measured minimum only where it does not (a file from before)."""
+    targets = {"rtt_per_step": 0.001, "kmin_per_bdp": 3.2}
+    job = {"line_step_s": 0.01, "line_rate_bps": 1e11, "frame_bytes": 1000, "kmin_pkts": 400, "base_rtt_s": 1e-5}
+    doc = {"targets": targets, "jobs": {"1": job}}
+    loaded = rg.job_verdicts({"baseline": {"1": {"rtt_min_s": 4e-5, "step_s": 0.05}}}, doc)["1"]
+    assert loaded == {"in_regime": True, "off": []}           # 10 us: exactly the deployment's
+    assert rg.verdict_ratios({"rtt_min_s": 4e-5}, job)["kmin_per_bdp"] == pytest.approx(3.2)
+    old = {k: v for k, v in job.items() if k != "base_rtt_s"}
+    off = rg.job_verdicts({"baseline": {"1": {"rtt_min_s": 1e-4, "step_s": 0.05}}}, {**doc, "jobs": {"1": old}})["1"]
+    assert [(o["ratio"], round(o["factor"])) for o in off["off"]] == [("rtt_per_step", 10), ("kmin_per_bdp", 10)]
+    assert rg.verdict_rtt_s({"rtt_min_s": None}, job) == 1e-5 and rg.verdict_rtt_s({"rtt_min_s": 3e-6}, None) == 3e-6
