@@ -65,12 +65,15 @@ THRESHOLDS = Thresholds()
 # --- /proc, parsed (pure) -------------------------------------------------------
 
 def parse_proc_stat(text: str) -> tuple[int, int]:
-    """(busy, total) jiffies of all CPUs from /proc/stat's "cpu" line; idle
-    and iowait count as not busy."""
+    """(busy, total) jiffies of all CPUs from /proc/stat's "cpu" line; idle,
+    iowait and niced user time count as not busy: work at a lower priority
+    (a compiler build at nice 19) yields the CPU to the run's processes,
+    and where it does not, their own wait for a CPU (schedstat) and the
+    lateness monitors show it."""
     for line in text.splitlines():
         if line.startswith("cpu "):
             ticks = [int(x) for x in line.split()[1:]]
-            idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+            idle = ticks[1] + ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
             # guest time is included in user time already
             total = sum(ticks[:8])
             return total - idle, total

@@ -81,7 +81,7 @@ def test_thresholds_are_recorded_with_the_verdict(tmp_path):
 
 def test_proc_parsers():
     stat = "cpu  100 5 50 800 20 3 2 10 0 0\ncpu0 50 2 25 400 10 1 1 5 0 0\n"
-    assert F.parse_proc_stat(stat) == (100 + 5 + 50 + 3 + 2 + 10, 990)
+    assert F.parse_proc_stat(stat) == (100 + 50 + 3 + 2 + 10, 990)        # nice's 5 jiffies yield
     psi = "some avg10=1.00 avg60=0.50 avg300=0.10 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
     assert F.parse_psi_some_us(psi) == 123456
     assert F.parse_schedstat("2000000 500000 40\n") == (2_000_000, 500_000, 40)
