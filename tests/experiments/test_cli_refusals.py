@@ -88,7 +88,7 @@ def test_a_link_the_emulation_cannot_carry_is_the_simulations(tmp_path, capsys):
     assert err[0].endswith("--target sim can")
     code, err, out = run_cli(["check", path], capsys)
     assert code == exits.OK and out.startswith('name = "c"')
-    assert err[0].startswith("targets: sim; not the emulation: topology.host_rate_mbit: at most 1000 Mbit/s")
+    assert err[0].startswith("note: targets: sim; not the emulation: topology.host_rate_mbit: at most 1000 Mbit/s")
 
 
 def test_a_message_the_machine_cannot_hold_is_refused(tmp_path, capsys):

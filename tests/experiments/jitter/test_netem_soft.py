@@ -64,8 +64,13 @@ def test_a_netem_entry_changes_the_rtt_for_its_period_only(planned):
     after = [rtt for t, rtt in samples if t > START + LENGTH + 0.1]
     # the entry replaces h1-s1's 2 ms by 15 ms, both ways: RTT 2 x (15 + 2) instead of 4 x 2
     assert len(before) >= 15 and len(during) >= 15 and len(after) >= 15, samples
-    for rtts, want in ((before, 4 * LINK_DELAY), (during, 2 * (ENTRY_DELAY + LINK_DELAY)), (after, 4 * LINK_DELAY)):
-        assert want <= statistics.median(rtts) < want + 1.5, (want, rtts)
+    # judged against the RTT before: the processing on top of the delays is
+    # a millisecond or two on a busy machine, the same before, during, after
+    b, d, a = (statistics.median(x) for x in (before, during, after))
+    assert 4 * LINK_DELAY <= b < 4 * LINK_DELAY + 3.0, before
+    change = 2 * (ENTRY_DELAY + LINK_DELAY) - 4 * LINK_DELAY
+    assert change - 0.5 <= d - b < change + 1.5, (b, during)
+    assert abs(a - b) < 1.0, (b, after)
     lines = [json.loads(x) for x in (run_dir / "jitter_applied.jsonl").read_text().splitlines()]
     assert [(x["op"], x["via"]) for x in lines] == [("netem_start", net.via), ("netem_stop", net.via)]
 
@@ -79,6 +84,7 @@ def iqr_std(xs: list[float]) -> float:
 def test_delay_jitter_and_loss_over_a_few_thousand_probes(planned):
     _, net, _ = planned
     p = NetemParams(delay_ms=8, jitter_ms=2, loss_pct=3, distribution="normal")
+    floor = statistics.median(one_way(net, "h1", "h2", 300).values())    # both links' 2 ms and the processing
     net.set_link_netem("h1-s1", p.delay_ms, p.jitter_ms, p.loss_pct, p.distribution)
     try:
         got = one_way(net, "h1", "h2", 3000)
@@ -87,11 +93,16 @@ def test_delay_jitter_and_loss_over_a_few_thousand_probes(planned):
     mean, std = expected_delay(p)
     delays = list(got.values())
     loss = 100 * (1 - len(got) / 3000)
-    print(f"\n3000 probes: mean {statistics.fmean(delays):.2f} ms (entry {mean:.2f} + h2-s1 {LINK_DELAY:g}), "
+    print(f"\n3000 probes: mean {statistics.fmean(delays):.2f} ms (entry {mean:.2f} + {floor:.2f} without it), "
           f"std {statistics.pstdev(delays):.2f}, IQR/1.349 {iqr_std(delays):.2f} (want {std:.2f}), "
           f"loss {loss:.2f} % (set 3), {overtaken(got, 1.0)} overtaken")
-    # one-way: the entry's delay on h1 -> s1, h2-s1's own 2 ms, a little processing
-    assert mean + LINK_DELAY <= statistics.fmean(delays) < (mean + LINK_DELAY) * 1.1
+    # one-way: the entry's delay replaces h1-s1's own on top of what the
+    # path took without it (both links' 2 ms and the processing, which on a
+    # busy machine is a millisecond or more): the change within 10 %, by the
+    # medians (the distribution's equals its mean; a busy machine delays a
+    # few probes by milliseconds, which would move a mean)
+    assert mean + LINK_DELAY <= statistics.median(delays)
+    assert statistics.median(delays) - floor == pytest.approx(mean - LINK_DELAY, rel=0.1)
     # the spread by its interquartile range (a normal's is 1.349 sigma): a busy
     # machine delays a few probes by milliseconds, which the standard deviation
     # takes for jitter (2.5-4 ms against 2 under load) and the quartiles do not
