@@ -82,6 +82,7 @@ def analyse_run(run: Run) -> dict[str, Any]:
         "reason": run.reason,
         "target": run.meta.get("target"),
         "seed": run.meta.get("seed"),
+        "scale": (run.meta.get("scaling") or {}).get("time", 1.0),     # the emulation's --scale K
         **m.run_metrics(run.events, run.switches, run.config, run.jitter),
     }
     # the regime DCQCN ran in, as the records measure it (analysis.regime)
@@ -213,7 +214,8 @@ def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = No
     simulated = job_figures(sim)
     for job, row in out["jobs"].items():
         row["sim"] = simulated.get(job)
-    out["sim_verdict"] = verdict(simulated, out["regime"]["verdicts"])
+    scale = next((a.get("scale") or 1.0 for a in analysed), 1.0)
+    out["sim_verdict"] = verdict(simulated, out["regime"]["verdicts"], scale)
     out["sim_coarse"] = (((sim or {}).get("scales") or {}).get("deployment") or {}).get("coarse")
     return out
 

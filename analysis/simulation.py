@@ -52,16 +52,26 @@ def job_figures(doc: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     return out
 
 
-def verdict(jobs: dict[str, dict[str, Any]], regime_verdicts: dict[str, dict[str, Any]]) -> list[str]:
+def verdict(jobs: dict[str, dict[str, Any]], regime_verdicts: dict[str, dict[str, Any]],
+            scale: float = 1.0) -> list[str]:
     """One line per job whose change differs by more than AGREE_POINTS
     between the config's scale and the deployment's (module docstring),
     naming the regime ratio furthest from the deployment's
-    (analysis.regime.job_verdicts' first ratio off)."""
+    (analysis.regime.job_verdicts' first ratio off).  ``scale``: the
+    emulation's --scale K of the batch; the simulation's ``config`` figures
+    are the config's own, unscaled, so for a scaled batch the line says
+    that of the config and leaves this batch to its regime verdict."""
     lines = []
     for job, scales in jobs.items():
         here = (scales.get("config") or {}).get("cct_change_pct")
         there = (scales.get("deployment") or {}).get("cct_change_pct")
         if here is None or there is None or abs(here - there) <= AGREE_POINTS:
+            continue
+        if scale != 1.0:
+            lines.append(f"job {job}: the simulation gives {here:+.1f} % at the config's own scale and "
+                         f"{there:+.1f} % at the deployment's: unscaled, the emulation could not answer for a "
+                         f"real cluster; this batch ran at K = {scale:g} (its regime verdict says whether that "
+                         f"is in the deployment's regime)")
             continue
         line = (f"job {job}: the simulation gives {here:+.1f} % at the config's rates and {there:+.1f} % at the "
                 f"deployment's scale: the emulation at this scale cannot answer for a real cluster")

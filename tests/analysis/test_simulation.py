@@ -32,3 +32,11 @@ def test_a_disagreement_beyond_five_points_names_the_furthest_ratio():
 def test_agreement_within_the_bound_says_nothing():
     near = {"3": {"config": {"cct_change_pct": -10.0}, "deployment": {"cct_change_pct": -10.0 - AGREE_POINTS}}}
     assert verdict(near, []) == []
+
+
+def test_a_scaled_batch_is_not_judged_by_the_unscaled_simulation():
+    """The simulation's config figures are the config's own (K = 1): for a
+    batch run at K = 30 they say nothing of this batch's emulation."""
+    lines = verdict(job_figures(DOC), job_verdicts(MEASURED, REGIME), scale=30.0)
+    assert len(lines) == 1 and "unscaled, the emulation could not answer" in lines[0] and "K = 30" in lines[0]
+    assert "cannot answer for a real cluster" not in lines[0] and "rtt_per_step" not in lines[0]
