@@ -1,8 +1,10 @@
 """The P4 program compiles without a single warning: the v1model build with
 p4c-bm2-ss as `make p4` runs it (wherever the BMv2 toolchain is installed),
-and the T2NA variant with p4test against t2na.p4 where that include is at
-hand (p4c's include directory, or SYMPHONY_T2NA_INCLUDE naming the
-directory that holds t2na.p4, e.g. p4c's backends/tofino/bf-p4c/p4include)."""
+the Tofino2 build as `make tofino2` runs it (scripts/tofino2.sh, wherever a
+Tofino compiler is installed), and the T2NA variant with p4test against
+t2na.p4 where that include is at hand (p4c's include directory, or
+SYMPHONY_T2NA_INCLUDE naming the directory that holds t2na.p4, e.g. p4c's
+backends/tofino/bf-p4c/p4include)."""
 
 from __future__ import annotations
 
@@ -52,3 +54,20 @@ def test_t2na_variant_checks_without_warning():
                     "set SYMPHONY_T2NA_INCLUDE to the directory that holds t2na.p4")
     out = _compile(["p4test", "--std", "p4-16", "-I", str(include), "-D__TARGET_TOFINO__=2", PROGRAM])
     assert "warning" not in out.lower(), out
+
+
+NO_TOFINO_COMPILER = 3          # scripts/tofino2.sh's exit code when no compiler is installed
+
+
+def test_tofino2_compiles_without_warning(tmp_path):
+    """`make tofino2`'s own script: the compiler's error or warning fails it,
+    and the driver's artefacts are there."""
+    out = tmp_path / "tofino2"
+    r = subprocess.run(["bash", "scripts/tofino2.sh", str(out)], capture_output=True, text=True, cwd=REPO,
+                       timeout=1800)
+    if r.returncode == NO_TOFINO_COMPILER:
+        pytest.skip(r.stderr.strip())
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    for name in ("bfrt.json", "symphony.p4info.txtpb", "symphony.conf"):
+        assert (out / name).stat().st_size > 0, name
+    assert list(out.rglob("context.json")) and list(out.rglob("tofino2.bin")), sorted(p.name for p in out.rglob("*"))

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Compiles p4/symphony.p4 for Tofino2 (T2NA) into OUT (default build/tofino2):
+# the pipeline's binary, context.json, bfrt.json, the bf_switchd conf, the
+# P4Info and the compiler's resource logs.  A warning fails the build as an
+# error does (the log stays in OUT/compile.log).  The compiler: Intel's
+# bf-p4c (P4 Studio), or p4c built with its open-source Tofino backend
+# (-DENABLE_TOFINO=ON: p4c --target tofino2 --arch t2na); none is exit 3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-build/tofino2}
+
+if command -v bf-p4c >/dev/null 2>&1; then
+    P4C=bf-p4c
+elif command -v p4c >/dev/null 2>&1 && p4c --target tofino2 --arch t2na --help >/dev/null 2>&1; then
+    P4C=p4c
+else
+    echo "make tofino2: no Tofino compiler: install bf-p4c (Intel P4 Studio / open-p4studio) or build p4c with -DENABLE_TOFINO=ON (docs/tofino2.md)" >&2
+    exit 3
+fi
+
+mkdir -p "$OUT"
+log="$OUT/compile.log"
+started=$(date +%s)
+if ! "$P4C" --std p4-16 --target tofino2 --arch t2na -o "$OUT" \
+        --bf-rt-schema "$OUT/bfrt.json" --p4runtime-files "$OUT/symphony.p4info.txtpb" \
+        p4/symphony.p4 >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "make tofino2: $P4C failed (log: $log)" >&2
+    exit 1
+fi
+if grep -qi "warning" "$log"; then
+    cat "$log" >&2
+    echo "make tofino2: $P4C warned (log: $log): a warning fails the build" >&2
+    exit 1
+fi
+echo "make tofino2: $OUT ($P4C, $(($(date +%s) - started)) s, no warning)"
