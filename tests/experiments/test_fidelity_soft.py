@@ -61,4 +61,8 @@ def test_a_run_beside_busy_loops_is_degraded(tmp_path):
     fid = meta["fidelity"]
     assert fid["verdict"] == "degraded"
     assert any(r.startswith("cpu_saturated_share") for r in fid["reasons"]), fid["reasons"]
-    assert fid["figures"]["cpu"]["saturated_share"] > 0.9
+    # saturated throughout but for at most one of the monitor's 0.5 s
+    # intervals (a fresh-clone CI run saw one at 0.786 of a 2.3 s window:
+    # 6 samples, one of them under 95 % busy)
+    cpu = fid["figures"]["cpu"]
+    assert cpu["saturated_share"] >= 1 - 0.5 / cpu["window_s"] - 0.01, cpu
