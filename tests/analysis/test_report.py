@@ -4,11 +4,12 @@ import json
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 
-from analysis.records import RecordWarning, load_run
-from analysis.report import analyse_run, write_report
+from analysis.records import RecordWarning, Run, load_run
+from analysis.report import _title, analyse_run, write_report
 from analysis.synthetic import demo_experiment, ring_times, sawtooth_rates, write_run
 from tests.analysis.pngs import assert_drawn
 from tests.harness import REPO
@@ -178,3 +179,13 @@ def test_single_job_report_has_no_per_job_tables(tmp_path):
     a = analyse_run(load_run(d))
     assert list(a["summary"]["jobs"]) == ["1"]
     assert "CCT per job" not in write_report([d]).read_text()
+
+
+def test_a_scaled_runs_plot_title_names_its_clock():
+    """A scaled run's plots keep the run's own clock (the summary gives the
+    config's units, divided by K), and their titles say so."""
+    summary = {"summary": {"cct_mean_s": 83.085}}
+    scaled = Run(Path("20261126T122042Z-baseline-rep1"), meta={"status": "ok", "scaling": {"time": 30.0}})
+    plain = Run(Path("20261126T122042Z-baseline-rep1"), meta={"status": "ok"})
+    assert "mean CCT 83.085 s (scaled x30: the run's own seconds)" in _title(scaled, summary)
+    assert "scaled" not in _title(plain, summary)
