@@ -19,11 +19,17 @@ else
 fi
 
 mkdir -p "$OUT"
+# the driver empties its output directory first: the log goes in afterwards
 log="$OUT/compile.log"
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
 started=$(date +%s)
-if ! "$P4C" --std p4-16 --target tofino2 --arch t2na -o "$OUT" \
-        --bf-rt-schema "$OUT/bfrt.json" --p4runtime-files "$OUT/symphony.p4info.txtpb" \
-        p4/symphony.p4 >"$log" 2>&1; then
+status=0
+"$P4C" --std p4-16 --target tofino2 --arch t2na -o "$OUT" \
+    --bf-rt-schema "$OUT/bfrt.json" --p4runtime-files "$OUT/symphony.p4info.txtpb" \
+    p4/symphony.p4 >"$tmp" 2>&1 || status=$?
+mkdir -p "$OUT" && cp "$tmp" "$log"
+if [ "$status" -ne 0 ]; then
     cat "$log" >&2
     echo "make tofino2: $P4C failed (log: $log)" >&2
     exit 1
