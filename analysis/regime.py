@@ -199,14 +199,19 @@ def ratios(measured: dict[str, Any], job_doc: dict[str, Any] | None) -> dict[str
     for p in PERIODS:
         if periods.get(p):
             out["step_per_cnp_interval" if p == "cnp" else f"step_per_{p}_period"] = step / periods[p]
-    rtt, line = measured.get("rtt_min_s"), (job_doc or {}).get("line_rate_bps")
-    frame = (job_doc or {}).get("frame_bytes")
-    if rtt and line and frame:
-        bdp = line * rtt / 8
-        for k in ("kmin", "kmax"):
-            if (job_doc or {}).get(f"{k}_pkts") is not None:
-                out[f"{k}_per_bdp"] = job_doc[f"{k}_pkts"] * frame / bdp
+    out.update(thresholds_per_bdp(job_doc, measured.get("rtt_min_s")))
     return out
+
+
+def thresholds_per_bdp(job_doc: dict[str, Any] | None, rtt_s: float | None) -> dict[str, float]:
+    """kmin_per_bdp and kmax_per_bdp: the job's ECN thresholds over its
+    bandwidth-delay product at rtt_s (where the document has them)."""
+    jd = job_doc or {}
+    line, frame = jd.get("line_rate_bps"), jd.get("frame_bytes")
+    if not (rtt_s and line and frame):
+        return {}
+    bdp = line * rtt_s / 8
+    return {f"{k}_per_bdp": jd[f"{k}_pkts"] * frame / bdp for k in ("kmin", "kmax") if jd.get(f"{k}_pkts") is not None}
 
 
 # rows of the table: (ratio name, what it is)
@@ -282,11 +287,7 @@ def verdict_ratios(measured: dict[str, Any], job_doc: dict[str, Any] | None) -> 
     rtt = verdict_rtt_s(measured, jd)
     if step and rtt:
         out["rtt_per_step"] = rtt / step
-    line, frame = jd.get("line_rate_bps"), jd.get("frame_bytes")
-    if rtt and line and frame:
-        for k in ("kmin", "kmax"):
-            if jd.get(f"{k}_pkts") is not None:
-                out[f"{k}_per_bdp"] = jd[f"{k}_pkts"] * frame / (line * rtt / 8)
+    out.update(thresholds_per_bdp(jd, rtt))
     return out
 
 
