@@ -295,7 +295,7 @@ def _title(run: Run, rm: dict[str, Any]) -> str:
     cct = rm["summary"]["cct_mean_s"]
     status = "" if run.status == "ok" else f"  [{run.status.upper()}: {run.reason}]"
     cct_s = f"mean CCT {cct:.3f} s" if cct is not None else "no completed iteration"
-    k = (run.meta.get("scaling") or {}).get("time", 1.0)
+    k = rm.get("scale", 1.0)
     # a scaled run's plots keep its own clock; the summary divides by K
     scaled = f" (scaled x{k:g}: the run's own seconds)" if k != 1.0 else ""
     return f"{run.variant} - {run.name} - {cct_s}{scaled}{status}"

@@ -184,8 +184,8 @@ def test_single_job_report_has_no_per_job_tables(tmp_path):
 def test_a_scaled_runs_plot_title_names_its_clock():
     """A scaled run's plots keep the run's own clock (the summary gives the
     config's units, divided by K), and their titles say so."""
-    summary = {"summary": {"cct_mean_s": 83.085}}
-    scaled = Run(Path("20261126T122042Z-baseline-rep1"), meta={"status": "ok", "scaling": {"time": 30.0}})
-    plain = Run(Path("20261126T122042Z-baseline-rep1"), meta={"status": "ok"})
-    assert "mean CCT 83.085 s (scaled x30: the run's own seconds)" in _title(scaled, summary)
-    assert "scaled" not in _title(plain, summary)
+    run = Run(Path("20261126T122042Z-baseline-rep1"), meta={"status": "ok", "scaling": {"time": 30.0}})
+    scaled = analyse_run(run) | {"summary": {"cct_mean_s": 83.085}}
+    assert scaled["scale"] == 30.0
+    assert "mean CCT 83.085 s (scaled x30: the run's own seconds)" in _title(run, scaled)
+    assert "scaled" not in _title(run, scaled | {"scale": 1.0})
