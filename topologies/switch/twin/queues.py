@@ -30,9 +30,9 @@ Fidelity accounting (rate-limited queues; read with ``figures()``):
   the new rate, and nothing counts as lost or late);
 - lateness: for every frame that waited for the port (in packets/s mode
   not the head of an idle port, which leaves as it arrives), how long after
-  its scheduled departure it left (contract.lateness).  A queue's wake-ups are rounded up
-  to switch.QUEUE_WAKE_S (1 ms) while backlogged, so up to about that is by
-  design."""
+  its scheduled departure it left (contract.lateness).  A backlogged
+  queue's wake-ups are at least switch.QUEUE_WAKE_S (1 ms) apart, so up to
+  about that is by design."""
 
 from __future__ import annotations
 
