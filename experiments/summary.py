@@ -95,10 +95,9 @@ def job_regime(js: JobSpec, kmin_pkts: float, kmax_pkts: float, base_rtt_s: floa
     derive from, the ECN thresholds with the frame they count and the base
     RTT of its slowest ring edge as the network has it (derive.job_rtt_s);
     None without DCQCN (preset off, TCP, no line rate)."""
-    if js.transport != "udp" or js.dcqcn_preset == dcqcn.PRESET_OFF or js.line_rate_bps is None:
+    p = js.dcqcn_params
+    if js.transport != "udp" or p is None:
         return None
-    p = dcqcn.make_params(js.dcqcn_preset, js.line_rate_bps, js.regime_step_s, js.timer_floor_s,
-                          **js.dcqcn_overrides)
     step = js.regime_step_s
     design = dcqcn.regime_ratios(p, step)
     targets = dcqcn.regime_targets()

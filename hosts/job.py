@@ -122,6 +122,15 @@ class JobSpec:
         ms = self.dcqcn.get("timer_floor_ms")
         return None if ms is None else ms / 1000.0
 
+    @property
+    def dcqcn_params(self) -> dcqcn.DcqcnParams | None:
+        """The DCQCN parameters the job's agents build (hosts.rank); None
+        without rate control (preset off, or no line rate to start from)."""
+        if self.dcqcn_preset == dcqcn.PRESET_OFF or self.line_rate_bps is None:
+            return None
+        return dcqcn.make_params(self.dcqcn_preset, self.line_rate_bps, self.regime_step_s, self.timer_floor_s,
+                                 **self.dcqcn_overrides)
+
     def straggle_delay(self, rank: int, iteration: int) -> float:
         return sum(s.delay_s for s in self.straggle if s.rank == rank and s.iter == iteration)
 

@@ -58,8 +58,8 @@ def predicted(spec: ExperimentSpec) -> list[JobRegime]:
         rtt = derive.job_rtt_s(spec.topo, cfg.placed, js.udp.frame_bytes)
         step = dcqcn.step_time_s(js.message_bytes, js.n_ranks, line)
         ratios = {"rtt_per_step": rtt / step}
-        if js.transport == "udp" and js.dcqcn_preset != dcqcn.PRESET_OFF:
-            p = dcqcn.make_params(js.dcqcn_preset, line, js.regime_step_s, js.timer_floor_s, **js.dcqcn_overrides)
+        p = js.dcqcn_params
+        if js.transport == "udp" and p is not None:
             ratios.update(dcqcn.regime_ratios(p, step, rtt_s=rtt, kmin_pkts=spec.ecn.kmin, kmax_pkts=spec.ecn.kmax,
                                               packet_bytes=js.udp.frame_bytes))
         ratios = {k: v for k, v in ratios.items() if k in VERDICT_RATIOS}
