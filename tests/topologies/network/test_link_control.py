@@ -49,26 +49,29 @@ def test_host_side_htb_switch_side_bare(net):
 
 
 def floor_rtts(kind, hosts, rate, pairs):
-    """The mean ping RTT of each pair on the same topology without delays:
+    """The median ping RTT of each pair on the same topology without delays:
     the frames' time on the links and the processing, which the configured
     delay comes on top of (a millisecond or two on a busy machine)."""
     n = make_net(kind, hosts, rate, jobs=(2,))
     with n:
-        return [mean_rtt(n, a, b) for a, b in pairs]
+        return [median_rtt(n, a, b) for a, b in pairs]
 
 
-def added_delay_ok(added_ms: float, configured_ms: float) -> bool:
+def added_delay_ok(added_ms: float, configured_ms: float, passes: int) -> bool:
     """What the delays add to the RTT: the configured delay within 10 %, and
-    0.8 ms for the delay lines' own wake-ups (0.1-0.2 ms a pass, four to six
-    passes a round trip here)."""
-    return configured_ms * 0.9 <= added_ms < configured_ms * 1.1 + 0.8
+    the delay lines' own wake-ups, 0.1-0.2 ms a pass on a quiet machine and
+    up to 0.3 on a busy one (CI measured 2.15 ms over 12 on six passes: one
+    per link each way).  A delay applied twice, or one way only, still fails."""
+    return configured_ms * 0.9 <= added_ms < configured_ms * 1.1 + 0.3 * passes
 
 
-def mean_rtt(net, src, dst, count=60):
+def median_rtt(net, src, dst, count=60):
+    """The median, not the mean: on a busy machine a few pings wait for the
+    delay lines' processes to be scheduled (CI saw a mean 1.1 ms over)."""
     r = net.cmd(src, "ping", "-n", "-c", str(count), "-i", "0.02", net.topo.host(dst).ip)
     rtts = [float(x.split("time=")[1].split()[0]) for x in r.stdout.splitlines() if "time=" in x]
     assert len(rtts) >= count - 2, r.stdout[-300:]
-    return statistics.fmean(rtts)
+    return statistics.median(rtts)
 
 
 @pytest.mark.root
@@ -85,22 +88,22 @@ def test_two_hosts_show_the_configured_rtt(net):
         ports = net.clients["s1"].stats()["ports"]
         for port in ("1", "2"):     # each port towards a host: what leaves it and what arrives
             assert ports[port]["netem_egress"]["delay_ms"] == ports[port]["netem_ingress"]["delay_ms"] == 5
-    rtt = mean_rtt(net, "h1", "h2")
+    rtt = median_rtt(net, "h1", "h2")
     floor = floor_rtts("star", 2, 8, [("h1", "h2")])[0]
     print(f"\nRTT h1 -> h2 with 5 ms on each link: {rtt:.2f} ms (configured 20, {floor:.2f} without delays)")
-    assert 20.0 <= rtt and added_delay_ok(rtt - floor, 20.0)
+    assert 20.0 <= rtt and added_delay_ok(rtt - floor, 20.0, passes=4)
 
 
 @pytest.mark.root
 def test_fabric_delay_is_covered_by_each_switchs_egress(tmp_path):
     n = make_net("dumbbell", 4, 20, jobs=(2,), host_delay_ms=1, fabric_delay_ms=4, run_dir=tmp_path)
     with n:
-        same, across = mean_rtt(n, "h1", "h2"), mean_rtt(n, "h1", "h3")
+        same, across = median_rtt(n, "h1", "h2"), median_rtt(n, "h1", "h3")
     floor_same, floor_across = floor_rtts("dumbbell", 4, 20, [("h1", "h2"), ("h1", "h3")])
     print(f"\nRTT same switch {same:.2f} ms (configured 4, {floor_same:.2f} without delays), "
           f"across the fabric {across:.2f} ms (configured 12, {floor_across:.2f} without delays)")
-    assert 4.0 <= same and added_delay_ok(same - floor_same, 4.0)
-    assert 12.0 <= across and added_delay_ok(across - floor_across, 12.0)
+    assert 4.0 <= same and added_delay_ok(same - floor_same, 4.0, passes=4)
+    assert 12.0 <= across and added_delay_ok(across - floor_across, 12.0, passes=6)
 
 
 def rate_mbit(net, seconds=1.0):
