@@ -63,6 +63,7 @@ K_SYM_DEFAULT = 1
 FORWARD_SIZE = 1024
 FLOWS_SIZE = 1024
 QUEUE_ECN_SIZE = 256
+SYM_ECN_SIZE = 1           # keyless: the default entry only
 QDEPTH_BITS = 19           # enq_qdepth width on v1model and Tofino2
 PORT_BITS = 9
 
@@ -88,6 +89,7 @@ P4_CONSTANTS = {
     "SYM_FORWARD_SIZE": FORWARD_SIZE,
     "SYM_FLOWS_SIZE": FLOWS_SIZE,
     "SYM_QUEUE_ECN_SIZE": QUEUE_ECN_SIZE,
+    "SYM_SYM_ECN_SIZE": SYM_ECN_SIZE,
     "ETHERTYPE_IPV4": 0x0800,
     "IP_PROTO_TCP": 6,
     "IP_PROTO_UDP": 17,
@@ -148,7 +150,7 @@ TABLES = {t.name: t for t in (
                              ("meta.l4_dport", "exact", 16)), ("track", "NoAction"), "NoAction", FLOWS_SIZE),
     Table("queue_ecn", (("meta.qdepth", "range", QDEPTH_BITS),), ("queue_mark_prob", "NoAction"), "NoAction",
           QUEUE_ECN_SIZE),
-    Table("sym_ecn", (), ("set_sym_ecn",), "set_sym_ecn", None),
+    Table("sym_ecn", (), ("set_sym_ecn",), "set_sym_ecn", SYM_ECN_SIZE),
 )}
 
 # convenient names for callers

@@ -35,6 +35,9 @@
  * W steps later, while the spread is already bounded by the half range. */
 #define SYM_W          64
 #define SYM_W_BITS     6
+/* A job's step_count slot for a step: 2^6 and 2^14 are multiples of W, so
+ * step mod W is the same slot for either tag width across wrap-around. */
+#define SYM_SLOT(job, step) (((bit<16>)(job) << SYM_W_BITS) | ((step) & (SYM_W - 1)))
 #if ((1 << SYM_DSCP_TAG_BITS) % SYM_W) != 0 || ((1 << SYM_TAG_BITS) % SYM_W) != 0
 #error "SYM_W must divide both tags' ranges (2^SYM_TAG_BITS and 2^SYM_DSCP_TAG_BITS)"
 #endif
@@ -79,6 +82,7 @@
 #define SYM_FORWARD_SIZE   1024
 #define SYM_FLOWS_SIZE     1024
 #define SYM_QUEUE_ECN_SIZE 256
+#define SYM_SYM_ECN_SIZE   1         /* keyless: its default entry only */
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8>  IP_PROTO_TCP   = 6;

@@ -5,11 +5,14 @@
  *   FlowStepUpdate    flow_step[flow]: keep a new step (within the flow's step window),
  *                     tell whether it is new, and whether it is a jump (beyond the window)
  *   StepCountUpdate   step_count[job*W + step mod W]: count; the n_local-th resets and completes
- *   FrontierUpdate    frontier[job]: advance on completion, return the current value
+ *   FrontierUpdate    frontier[job]: advance on completion; return how far the step is
+ *                     ahead of it, (step - frontier) mod 2^w (a step behind: >= 2^(w-1))
  * The two serial comparisons take the flow's mode (tcp = 1: 6-bit DSCP tag,
  * 0: 14-bit UDP source-port tag); on T2NA each mode is its own RegisterAction.
  *   PktsCount, StepJumpCount, SymMarkCount, FlowQueueMarkCount (per flow), QueueMarkCount (per port)
  *   SymRandom         two 16-bit random numbers
+ *   SymLess           a < b for two fields (Tofino's gateways compare a field with
+ *                     constants only; T2NA computes b |-| a in a table's action)
  * Each register is touched once per packet.
  */
 #ifndef _SYM_CONTROL_P4_
@@ -21,6 +24,7 @@ control SymphonyIngress(inout headers_t hdr, inout sym_meta_t meta) {
     FrontierUpdate()  frontier_update;
     PktsCount()       pkts_count;
     StepJumpCount()   step_jumps_count;
+    SymLess()         over_threshold;
 
     action drop() {
         meta.drop = 1;
@@ -81,52 +85,52 @@ control SymphonyIngress(inout headers_t hdr, inout sym_meta_t meta) {
             drop();                                 /* the switch routes IPv4 only */
         } else if (hdr.ipv4.version != 4w4 || hdr.ipv4.ihl != 4w5 || hdr.ipv4.ttl <= 8w1) {
             drop();                                 /* malformed, options, or expired */
-        } else if (forward.apply().hit && meta.drop == 0) {
-            /* Candidates: tagged UDP (top two bits of the source port set,
-             * 0xC000 | tag) and TCP (tag in the DSCP).  The entry says the
-             * flow's mode; a packet of the other protocol is not tracked. */
-            bit<1> pkt_tcp = 0;
-            bool candidate = false;
-            if (hdr.udp.isValid() && hdr.udp.src_port[15:14] == 2w3) {
-                candidate = true;
-                meta.step = hdr.udp.src_port & SYM_TAG_MASK;
-            } else if (hdr.tcp.isValid()) {
-                candidate = true;
-                pkt_tcp = 1;
-                meta.step = (sym_tag_t)hdr.ipv4.dscp;
-            }
-            if (candidate) {
-                symphony_flows.apply();
-                if (meta.tcp != pkt_tcp) {
-                    meta.tracked = 0;
+        } else if (forward.apply().hit) {
+            /* Tofino: a table's hit must be an if by itself (a drop entry hits too) */
+            if (meta.drop == 0) {
+                /* Candidates: tagged UDP (top two bits of the source port set,
+                 * 0xC000 | tag) and TCP (tag in the DSCP).  The entry says the
+                 * flow's mode; a packet of the other protocol is not tracked. */
+                bit<1> pkt_tcp = 0;
+                bool candidate = false;
+                if (hdr.udp.isValid() && hdr.udp.src_port[15:14] == 2w3) {
+                    candidate = true;
+                    meta.step = hdr.udp.src_port & SYM_TAG_MASK;
+                } else if (hdr.tcp.isValid()) {
+                    candidate = true;
+                    pkt_tcp = 1;
+                    meta.step = (sym_tag_t)hdr.ipv4.dscp;
                 }
-            }
-            if (meta.tracked == 1) {
-                pkts_count.apply(meta.flow_id);
-                flow_step_update.apply(meta.flow_id, meta.step, meta.tcp, meta.is_new, meta.jump);
-                if (meta.jump == 1) {
-                    step_jumps_count.apply(meta.flow_id);   /* not the flow's: moves nothing */
+                if (candidate) {
+                    symphony_flows.apply();
+                    if (meta.tcp != pkt_tcp) {
+                        meta.tracked = 0;
+                    }
                 }
-                if (meta.is_new == 1) {
-                    /* 2^6 and 2^14 are multiples of W: step mod W is the same
-                     * slot for either tag width across wrap-around */
-                    bit<16> slot = ((bit<16>)meta.job_slot << SYM_W_BITS) | (meta.step & (SYM_W - 1));
-                    step_count_update.apply(slot, meta.n_local_m1, meta.complete);
-                }
-                frontier_update.apply((bit<16>)meta.job_slot, meta.step, meta.tcp, meta.complete, meta.frontier);
-                /* outpacing: step - frontier > threshold in serial arithmetic
-                 * on the mode's tag width (a packet behind the frontier has a
-                 * "negative" distance); a jump is never outpacing */
-                bit<16> ahead = meta.step - meta.frontier;
-                bit<16> half = SYM_TAG_HALF;
-                if (meta.tcp == 1) {
-                    ahead = ahead & SYM_DSCP_TAG_MASK;
-                    half = SYM_DSCP_TAG_HALF;
-                } else {
-                    ahead = ahead & SYM_TAG_MASK;
-                }
-                if (ahead < half && ahead > meta.threshold && meta.jump == 0) {
-                    meta.outpacing = 1;
+                if (meta.tracked == 1) {
+                    pkts_count.apply(meta.flow_id);
+                    flow_step_update.apply(meta.flow_id, meta.step, meta.tcp, meta.is_new, meta.jump);
+                    if (meta.jump == 1) {
+                        step_jumps_count.apply(meta.flow_id);   /* not the flow's: moves nothing */
+                    }
+                    if (meta.is_new == 1) {
+                        step_count_update.apply(meta.job_slot, meta.step, meta.n_local_m1, meta.complete);
+                    }
+                    frontier_update.apply((bit<16>)meta.job_slot, meta.step, meta.tcp, meta.complete, meta.ahead);
+                    /* outpacing: step - frontier > threshold in serial arithmetic
+                     * on the mode's tag width (a packet behind the frontier has a
+                     * "negative" distance, ahead >= half); a jump is never outpacing */
+                    bit<1> over;
+                    over_threshold.apply((bit<32>)meta.threshold, (bit<32>)meta.ahead, over);
+                    if (meta.jump == 0 && over == 1) {            /* ahead > threshold */
+                        if (meta.tcp == 1) {
+                            if (meta.ahead < SYM_DSCP_TAG_HALF) {
+                                meta.outpacing = 1;
+                            }
+                        } else if (meta.ahead < SYM_TAG_HALF) {
+                            meta.outpacing = 1;
+                        }
+                    }
                 }
             }
         }
@@ -138,6 +142,9 @@ control SymphonyEgress(inout headers_t hdr, inout sym_meta_t meta) {
     SymMarkCount()       sym_marks_count;
     QueueMarkCount()     queue_marks_count;
     FlowQueueMarkCount() flow_queue_marks_count;
+    SymLess()            queue_draw;
+    SymLess()            sym_draw_less;
+    SymLess()            below_k_sym;
 
     sym_prob_t   q_prob = 0;
     sym_qdepth_t k_sym = SYM_K_SYM_DEFAULT;
@@ -166,6 +173,7 @@ control SymphonyEgress(inout headers_t hdr, inout sym_meta_t meta) {
     table sym_ecn {
         actions = { set_sym_ecn; }
         default_action = set_sym_ecn(SYM_K_SYM_DEFAULT, SYM_PROB_ONE);
+        size = SYM_SYM_ECN_SIZE;
     }
 
     apply {
@@ -176,19 +184,27 @@ control SymphonyEgress(inout headers_t hdr, inout sym_meta_t meta) {
             rng.apply(r_queue, r_sym);
             queue_ecn.apply();
             sym_ecn.apply();
-            bool queue_mark = (sym_prob_t)r_queue < q_prob;
-            bool sym_mark = meta.tracked == 1 && meta.enabled == 1 && meta.outpacing == 1
-                            && meta.qdepth >= k_sym && (sym_prob_t)r_sym < p_sym;
-            if (queue_mark || sym_mark) {
+            bit<1> queue_mark;          /* r_queue < q_prob */
+            bit<1> sym_draw;            /* r_sym < p_sym */
+            bit<1> below_k;             /* qdepth < K_sym */
+            queue_draw.apply((bit<32>)r_queue, (bit<32>)q_prob, queue_mark);
+            sym_draw_less.apply((bit<32>)r_sym, (bit<32>)p_sym, sym_draw);
+            below_k_sym.apply((bit<32>)meta.qdepth, (bit<32>)k_sym, below_k);
+            bit<1> sym_mark = 0;
+            if (meta.tracked == 1 && meta.enabled == 1 && meta.outpacing == 1
+                    && below_k == 0 && sym_draw == 1) {
+                sym_mark = 1;
+            }
+            if (queue_mark == 1 || sym_mark == 1) {
                 hdr.ipv4.ecn = 2w3;
             }
-            if (queue_mark) {
+            if (queue_mark == 1) {
                 queue_marks_count.apply(meta.egress_port);
                 if (meta.tracked == 1) {
                     flow_queue_marks_count.apply(meta.flow_id);
                 }
             }
-            if (sym_mark) {
+            if (sym_mark == 1) {
                 sym_marks_count.apply(meta.flow_id);
             }
         }

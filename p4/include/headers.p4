@@ -92,7 +92,7 @@ struct sym_meta_t {
     bit<1>       is_new;
     bit<1>       jump;          /* more than the step window from the flow's newest step */
     bit<1>       complete;
-    sym_tag_t    frontier;
+    sym_tag_t    ahead;
     bit<1>       outpacing;
     /* egress: queue depth this packet saw at enqueue, in the target's unit */
     sym_qdepth_t qdepth;

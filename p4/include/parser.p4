@@ -30,7 +30,7 @@ parser SymPacketParser(packet_in pkt, out ethernet_t ethernet, out ipv4_t ipv4, 
         meta.is_new = 0;
         meta.jump = 0;
         meta.complete = 0;
-        meta.frontier = 0;
+        meta.ahead = 0;
         meta.outpacing = 0;
         meta.qdepth = 0;
         pkt.extract(ethernet);

@@ -33,9 +33,10 @@ control FlowStepUpdate(in bit<16> flow_id, in sym_tag_t step, in bit<1> tcp, out
     }
 }
 
-control StepCountUpdate(in bit<16> slot, in bit<8> n_local_m1, out bit<1> complete) {
+control StepCountUpdate(in bit<8> job_slot, in sym_tag_t step, in bit<8> n_local_m1, out bit<1> complete) {
     register<bit<16>, bit<32>>(SYM_STEP_SLOTS) step_count;
     apply {
+        bit<16> slot = SYM_SLOT(job_slot, step);
         bit<16> count;
         step_count.read(count, (bit<32>)slot);
         if (count >= (bit<16>)n_local_m1) {
@@ -49,7 +50,7 @@ control StepCountUpdate(in bit<16> slot, in bit<8> n_local_m1, out bit<1> comple
 }
 
 control FrontierUpdate(in bit<16> job, in sym_tag_t step, in bit<1> tcp, in bit<1> complete,
-                       out sym_tag_t value) {
+                       out sym_tag_t ahead) {
     register<bit<16>, bit<32>>(SYM_MAX_JOBS) frontier;
     apply {
         bit<16> current;
@@ -64,7 +65,11 @@ control FrontierUpdate(in bit<16> job, in sym_tag_t step, in bit<1> tcp, in bit<
             current = step;
             frontier.write((bit<32>)job, current);
         }
-        value = current;
+        if (tcp == 1) {
+            ahead = (step - current) & SYM_DSCP_TAG_MASK;
+        } else {
+            ahead = (step - current) & SYM_TAG_MASK;
+        }
     }
 }
 
@@ -97,6 +102,16 @@ control SymRandom(out bit<16> r_queue, out bit<16> r_sym) {
     apply {
         random(r_queue, 16w0, 16w0xFFFF);
         random(r_sym, 16w0, 16w0xFFFF);
+    }
+}
+
+/* a < b (fields of at most 32 bits) */
+control SymLess(in bit<32> a, in bit<32> b, out bit<1> lt) {
+    apply {
+        lt = 0;
+        if (a < b) {
+            lt = 1;
+        }
     }
 }
 

@@ -99,8 +99,9 @@ def counters(text: str, consts: dict[str, int]) -> dict[str, int]:
 
 
 def actions(text: str, types: dict[str, int]) -> dict[str, tuple]:
+    """Every action the control plane sees (@hidden ones are a target's own)."""
     out = {}
-    for name, params in re.findall(r"\baction\s+(\w+)\s*\(([^)]*)\)", text):
+    for name, params in re.findall(r"(?<!@hidden )\baction\s+(\w+)\s*\(([^)]*)\)", text):
         ps = []
         for p in filter(None, (x.strip() for x in params.split(","))):
             type_, pname = p.rsplit(None, 1)
@@ -110,8 +111,8 @@ def actions(text: str, types: dict[str, int]) -> dict[str, tuple]:
 
 
 def blocks(text: str, keyword: str):
-    """(name, body) of every `keyword name { ... }`, matching braces."""
-    for m in re.finditer(rf"\b{keyword}\s+(\w+)\s*\{{", text):
+    """(name, body) of every `keyword name { ... }` not @hidden, matching braces."""
+    for m in re.finditer(rf"(?<!@hidden )\b{keyword}\s+(\w+)\s*\{{", text):
         depth, i = 1, m.end()
         while depth:
             depth += {"{": 1, "}": -1}.get(text[i], 0)

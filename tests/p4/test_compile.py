@@ -8,12 +8,15 @@ backends/tofino/bf-p4c/p4include)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from contract import p4names
 
 from tests.harness import REPO
 
@@ -40,7 +43,8 @@ def t2na_include() -> Path | None:
     p4c = shutil.which("p4test")
     if p4c:
         share = Path(p4c).resolve().parents[1] / "share" / "p4c" / "p4include"
-        candidates += [str(share), str(share / "tofino")]
+        build = Path(p4c).resolve().parent / "p4include"        # an uninstalled build tree
+        candidates += [str(share), str(share / "tofino"), str(build)]
     for c in filter(None, candidates):
         if (Path(c) / "t2na.p4").is_file():
             return Path(c)
@@ -71,3 +75,29 @@ def test_tofino2_compiles_without_warning(tmp_path):
     for name in ("bfrt.json", "symphony.p4info.txtpb", "symphony.conf"):
         assert (out / name).stat().st_size > 0, name
     assert list(out.rglob("context.json")) and list(out.rglob("tofino2.bin")), sorted(p.name for p in out.rglob("*"))
+    # the resource summary: every stage within the pipe's, each register in one stage
+    first = r.stdout.split("stages used: ", 1)[1].split("\n", 1)[0]
+    used, of = (int(x) for x in first.split(" of "))
+    assert 0 < used <= of == 20, first
+    for reg in p4names.REGISTERS:
+        assert sum(f" {reg} (ingress)" in line for line in r.stdout.splitlines()) == 1, (reg, r.stdout)
+
+
+def test_tofino2_resource_summary_counts_a_stage():
+    """scripts/tofino2_resources.py on a one-stage resources.json of the
+    compiler's schema: what a stage holds and what it has."""
+    spec = importlib.util.spec_from_file_location("tofino2_resources", REPO / "scripts/tofino2_resources.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    use = [{"used_by": "SymT2Ingress.symphony.frontier_update.frontier", "used_for": "stateful_ram"}]
+    stage = {"stage_number": 0, "rams": {"nRows": 8, "nColumns": 10, "srams": [{"usages": use}] * 2},
+             "map_rams": {"nRows": 8, "nUnits": 6, "maprams": [{"usages": use}]},
+             "tcams": {"nRows": 12, "nColumns": 2, "tcams": []},
+             "meter_alus": {"nAlus": 4, "meters": [{"usages": use}]},
+             "statistic_alus": {"nAlus": 4, "stats": []},
+             "gateways": {"nRows": 8, "nUnits": 2, "gateways": [{}]},
+             "logical_tables": {"size": 16, "ids": [{}, {}]}}
+    lines = mod.summary({"resources": {"mau": {"nStages": 20, "mau_stages": [stage]}}})
+    assert lines[0] == "stages used: 1 of 20"
+    assert lines[3] == "| 0 | 2/80 | 1/48 | 0/24 | 1/4 | 0/4 | 1/16 | 2/16 | frontier (ingress) |"
+    assert lines[4].startswith("| all | 2/1600 | 1/960 |")
