@@ -56,7 +56,7 @@ def summary(resources: dict) -> list[str]:
         lines.append(f"| {s['stage_number']} | " + " | ".join(cells) + f" | {holders} |")
         capacity = s
     if capacity:
-        cells = [f"{t}/{cap(capacity) * mau['nStages']}" for t, (_, _, cap) in zip(totals, UNITS)]
+        cells = [f"{t}/{cap(capacity) * mau['nStages']}" for t, (_, _, cap) in zip(totals, UNITS, strict=True)]
         lines.append("| all | " + " | ".join(cells) + " | |")
     return lines
 

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from contract import p4names
-
 from tests.harness import REPO
 
 PROGRAM = "p4/symphony.p4"

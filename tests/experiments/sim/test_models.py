@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import socket
 import sys
-import time
 from statistics import median
 
 import pytest
