@@ -159,10 +159,12 @@ def test_queue_rate_builds_a_queue_and_marks(twin_lab):
     assert ecn[:5] == [2] * 5 and ecn[6:] == [3, 3], ecn
     stats = client.stats()["ports"]["2"]
     assert stats["queue_drops"] in (11, 12), stats
-    # every admitted packet after the fifth found q > Kmax: 3 marks, or 4
-    # when one more fitted
+    # marks where q > Kmax = 4 at enqueue: q = 5, 6, 7 once each; when one
+    # packet left mid-burst and a ninth fitted, it found q = 7 again if it
+    # left after the queue was full, or shifted the count down if before
     admitted = 20 - stats["queue_drops"]
-    assert client.counter_read("queue_marks", 2).packets == admitted - 5
+    marks = client.counter_read("queue_marks", 2).packets
+    assert marks == 3 if admitted == 8 else marks in (3, 4), (admitted, marks)
     client.close()
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=5) == 0
