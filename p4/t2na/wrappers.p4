@@ -17,6 +17,10 @@
  * BMv2. */
 #define SYM_T2_SHIFT      (16 - SYM_TAG_BITS)
 #define SYM_T2_SHIFT_DSCP (16 - SYM_DSCP_TAG_BITS)
+/* every bound, shifted, must stay a 16-bit value for the compares to hold */
+#if (SYM_STEP_WINDOW << SYM_T2_SHIFT) >= 0x10000 || (SYM_DSCP_STEP_WINDOW << SYM_T2_SHIFT_DSCP) >= 0x10000
+#error "a step window shifted left by 16 - w bits leaves the 16-bit register"
+#endif
 /* a tag left-aligned: wiring (a concatenation), no ALU operation */
 #define SYM_T2_UDP(step)  ((step)[SYM_TAG_BITS - 1:0] ++ (bit<SYM_T2_SHIFT>)0)
 #define SYM_T2_DSCP(step) ((step)[SYM_DSCP_TAG_BITS - 1:0] ++ (bit<SYM_T2_SHIFT_DSCP>)0)
