@@ -3,7 +3,7 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.setup-stamp
 TARGET  ?= auto
-CONFIG  ?= experiments/configs/victim_straggle8.toml
+CONFIG  ?= experiments/configs/victim_straggle8_small.toml
 PYTEST_ARGS ?=
 DEMO_ARGS ?= --scale auto --repeat 1
 
@@ -22,10 +22,12 @@ test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The default experiment (CONFIG, TARGET, DEMO_ARGS overridable): the
-# victim scenario scaled into the deployment's regime (--scale auto: K = 30,
-# its steps about a thousand RTTs long), one repeat of both variants, and the
-# simulation's predictions beside it; about 11 minutes on 2 cores (soft
-# target: 9 min of runs, 1.5 min of simulation).  It prints per job the measured change, the oracle's, the
+# victim scenario at half size scaled into the deployment's regime
+# (--scale auto: K = 50, its steps about a thousand RTTs long), one repeat of
+# both variants, and the simulation's predictions beside it; about 9 minutes
+# on 2 cores (soft target: 7.5 min of runs, 1.5 min of simulation).  The
+# full-size scenario: CONFIG=experiments/configs/victim_straggle8.toml (about
+# 11 minutes).  It prints per job the measured change, the oracle's, the
 # simulation's at the deployment's scale and the regime verdict.  Exits with
 # the runner's code.
 demo: $(STAMP)
