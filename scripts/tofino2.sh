@@ -19,6 +19,12 @@ else
     exit 3
 fi
 
+# the T2NA compile of the program into $1, with any further options
+compile_t2na() {
+    local out=$1; shift
+    "$P4C" --std p4-16 --target tofino2 --arch t2na -o "$out" "$@" p4/symphony.p4
+}
+
 mkdir -p "$OUT"
 # the driver empties its output directory first: the log goes in afterwards
 log="$OUT/compile.log"
@@ -26,9 +32,8 @@ tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 started=$(date +%s)
 status=0
-"$P4C" --std p4-16 --target tofino2 --arch t2na -o "$OUT" \
-    --bf-rt-schema "$OUT/bfrt.json" --p4runtime-files "$OUT/symphony.p4info.txtpb" \
-    p4/symphony.p4 >"$tmp" 2>&1 || status=$?
+compile_t2na "$OUT" --bf-rt-schema "$OUT/bfrt.json" --p4runtime-files "$OUT/symphony.p4info.txtpb" \
+    >"$tmp" 2>&1 || status=$?
 mkdir -p "$OUT" && cp "$tmp" "$log"
 if [ "$status" -ne 0 ]; then
     cat "$log" >&2
@@ -57,8 +62,7 @@ echo "make tofino2: $OUT ($P4C, $(($(date +%s) - started)) s, no warning)"
 # own diagnostics (docs/tofino2.md says which and why they are left): a
 # second compile, into OUT/verbose, for the summary only
 verbose="$OUT/verbose"
-if "$P4C" --std p4-16 --target tofino2 --arch t2na -o "$verbose" --verbose 1 \
-        p4/symphony.p4 >"$tmp" 2>&1 && [ -f "$verbose/pipe/logs/resources.json" ]; then
+if compile_t2na "$verbose" --verbose 1 >"$tmp" 2>&1 && [ -f "$verbose/pipe/logs/resources.json" ]; then
     cp "$tmp" "$verbose/compile.log"
     python3 scripts/tofino2_resources.py "$verbose/pipe/logs/resources.json"
 else

@@ -44,7 +44,6 @@ def summary(resources: dict) -> list[str]:
     header = "| stage | " + " | ".join(u[0] for u in UNITS) + " | holds |"
     lines += [header, "|" + " --- |" * (len(UNITS) + 2)]
     totals = [0] * len(UNITS)
-    capacity = 0
     for s in stages:
         cells = []
         for i, (_, used, cap) in enumerate(UNITS):
@@ -54,9 +53,9 @@ def summary(resources: dict) -> list[str]:
         # registers, counters and tables (not the compiler's $action data tables)
         holders = ", ".join(sorted(short(n) for n in users(s) if "$" not in n))
         lines.append(f"| {s['stage_number']} | " + " | ".join(cells) + f" | {holders} |")
-        capacity = s
-    if capacity:
-        cells = [f"{t}/{cap(capacity) * mau['nStages']}" for t, (_, _, cap) in zip(totals, UNITS, strict=True)]
+    if stages:
+        # every stage of a pipe has the same units: any one gives the capacity
+        cells = [f"{t}/{cap(stages[0]) * mau['nStages']}" for t, (_, _, cap) in zip(totals, UNITS, strict=True)]
         lines.append("| all | " + " | ".join(cells) + " | |")
     return lines
 
