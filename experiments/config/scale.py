@@ -33,7 +33,7 @@ from experiments.config.spec import ExperimentSpec, JobConfig, RunnerParams
 from hosts import dcqcn, ring
 from hosts.dcqcn_regime import DEPLOYMENT, Deployment
 from hosts.udp.params import UdpParams
-from topologies.spec.routes import path_links
+from topologies.spec.routes import next_ports, path_links
 from topologies.spec.topo import TopoParams, build
 from topologies.switch.params import EcnParams
 
@@ -107,8 +107,8 @@ def _message(nbytes: int, ranks: int, f: float) -> int:
 
 def longest_path_links(topo) -> int:
     """Links on the longest path between two hosts (star 2, dumbbell 3, leaf-spine 4)."""
-    hosts = [h.name for h in topo.hosts]
-    return max(len(path_links(topo, a, b)) for a in hosts for b in hosts if a != b)
+    hosts, table = [h.name for h in topo.hosts], next_ports(topo)
+    return max(len(path_links(topo, a, b, table)) for a in hosts for b in hosts if a != b)
 
 
 def link_delay_ms(topo, d: Deployment = DEPLOYMENT) -> float:
