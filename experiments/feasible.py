@@ -13,7 +13,8 @@ refused (ConfigError, one line naming the key), when in that ideal timeline:
 - a straggle is longer than the run deadline (the agents' or the runner's);
 - a step waits longer than its step deadline (``[jobs.deadlines] step_s``,
   or the derived one: a multiple of the step's bandwidth bound at the host
-  link rate, which counts neither link delays nor a slower fabric);
+  link rate, or at the job's share of its busiest queue where other ring
+  flows share it (experiments.config.derive), counting no link delay);
 - a job ends after its run deadline, or after the runner's;
 - the same, in closed form, of each step's least time: its smallest chunk
   at the path's slowest rate and the path's delay, and for UDP the
@@ -167,8 +168,10 @@ def _derived(js: JobSpec, key: str) -> str:
         return ""
     what = "a step's" if key == "step_s" else "the run's"
     slack = STEP_SLACK_S if key == "step_s" else RUN_SLACK_S
-    return (f" (derived: {DEADLINE_FACTOR:g} x {what} bandwidth bound at the host link rate + {slack:g} s; "
-            f"link delays and a slower fabric are not counted: set [jobs.deadlines] {key})")
+    share = js.deadlines.rate_mbit
+    at = "the host link rate" if share is None else f"{share:.4g} Mbit/s, the job's share of its busiest queue"
+    return (f" (derived: {DEADLINE_FACTOR:g} x {what} bandwidth bound at {at} + {slack:g} s; "
+            f"link delays are not counted: set [jobs.deadlines] {key})")
 
 
 def _straggles(spec: ExperimentSpec, events: list[dict], jobs: list[JobSpec], wall: float, repeat: int) -> None:

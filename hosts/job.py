@@ -66,6 +66,7 @@ class Straggle:
 class Deadlines:
     step_s: float | None = None
     run_s: float | None = None
+    rate_mbit: float | None = None     # the rate the derived ones assume; None: the line rate
 
 
 @dataclass(frozen=True)
@@ -137,8 +138,12 @@ class JobSpec:
 
 def derived_deadlines(spec: JobSpec) -> tuple[float, float]:
     """(step_s, run_s): DEADLINE_FACTOR times the bandwidth bound of a step and
-    of the whole run, plus slack and the straggle delays; [deadlines] overrides."""
-    rate = spec.line_rate_bps or UNKNOWN_RATE_BPS
+    of the whole run, plus slack and the straggle delays; [deadlines] step_s
+    and run_s override.  The bound is at [deadlines] rate_mbit where given
+    (the share of a bottleneck the job's flows can count on beside other
+    jobs' flows, which the experiments derive), else at the line rate."""
+    given = spec.deadlines.rate_mbit
+    rate = given * 1e6 if given is not None else spec.line_rate_bps or UNKNOWN_RATE_BPS
     n = spec.n_ranks
     chunk = -(-spec.n_elems // n) * ring.ITEM
     step_bound = chunk * 8 / rate
@@ -292,9 +297,10 @@ def parse_job(doc: dict) -> JobSpec:
     dcqcn = _dcqcn(_table(doc, "dcqcn"), message_bytes, n)
 
     dl = _table(doc, "deadlines")
-    _no_unknown(dl, ("step_s", "run_s"), "deadlines.")
+    _no_unknown(dl, ("step_s", "run_s", "rate_mbit"), "deadlines.")
     deadlines = Deadlines(_num(dl, "step_s", "deadlines.", 0.001, 1e7),
-                          _num(dl, "run_s", "deadlines.", 0.001, 1e8))
+                          _num(dl, "run_s", "deadlines.", 0.001, 1e8),
+                          _num(dl, "rate_mbit", "deadlines.", 1e-12, 1e7))
 
     straggle = []
     for i, s in enumerate(_array(doc, "straggle")):

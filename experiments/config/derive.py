@@ -1,6 +1,7 @@
 """What the experiments derive from the network a config describes, where
-the config does not say: a UDP job's in-flight bound, and the switches' ECN
-thresholds and queue depth.  Pure.
+the config does not say: a UDP job's in-flight bound, the share of its
+bottleneck its deadlines assume, and the switches' ECN thresholds and queue
+depth.  Pure.
 
 In flight (docs/hosts.md, "In flight"):
 
@@ -19,12 +20,13 @@ The ACK's SACK bitmap covers it (hosts.wire.MAX_SACK_BITS).
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from hosts import wire
 from hosts.dcqcn import DEPLOYMENT, Deployment, ecn_thresholds_pkts
 from hosts.udp.params import WIRE_OVERHEAD, UdpParams
 from topologies.spec.placement import PlacedJob
-from topologies.spec.routes import next_ports, path_links
+from topologies.spec.routes import next_ports, path_links, route
 from topologies.spec.topo import HOST_LINK, TopoSpec
 
 ACK_FRAME_BYTES = WIRE_OVERHEAD - wire.DATA.size + wire.ACK.size     # an ACK without a SACK bitmap
@@ -84,3 +86,23 @@ def ecn_and_queue(topo: TopoSpec, jobs: list[PlacedJob], frame_bytes: int,
     kmin, kmax = max(1, round(kmin)), max(2, round(kmax))
     depth = max(kmax + 1, math.ceil(kmax * deployment.queue_bytes / deployment.kmax_bytes))
     return kmin, kmax, depth
+
+
+def _egresses(topo: TopoSpec, src: str, dst: str, table: dict) -> list[tuple[str, int]]:
+    """(node, port) of every queue a frame from src to dst leaves by: the
+    host's own, then each switch's."""
+    (port, _), = topo.ports(src).items()
+    return [(src, port)] + [(hop.switch, hop.out_port) for hop in route(topo, src, dst, table)]
+
+
+def least_share_mbit(topo: TopoSpec, jobs: list[PlacedJob], job: PlacedJob) -> float | None:
+    """The least rate any of job's ring flows can count on with every job's
+    ring flows sending: over the queues it leaves by, a queue's link rate
+    split evenly among the ring flows that leave by it (max-min fairness
+    gives each flow at least that).  None where no link names a rate."""
+    table = next_ports(topo)
+    flows = {j.job: [_egresses(topo, s, d, table) for s, d, _ in j.ring_flows()] for j in jobs}
+    crossing = Counter(e for paths in flows.values() for path in paths for e in path)
+    shares = [rate / crossing[e] for path in flows[job.job] for e in path
+              if (rate := topo.ports(e[0])[e[1]][2].rate_mbit)]
+    return min(shares, default=None)

@@ -143,7 +143,7 @@ def _udp(job: JobConfig, sc: Scaling, d: Deployment) -> dict:
 
 
 def _job(job: JobConfig, sc: Scaling, d: Deployment) -> JobConfig:
-    deadlines = {k: v * sc.time for k, v in job.deadlines.items()}
+    deadlines = {k: v * (sc.rate if k == "rate_mbit" else sc.time) for k, v in job.deadlines.items()}
     return replace(job, message_bytes=_message(job.message_bytes, job.ranks, sc.bytes), udp=_udp(job, sc, d),
                    deadlines=deadlines)
 

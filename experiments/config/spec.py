@@ -112,7 +112,8 @@ def _without_none(value: Any) -> Any:
 def job_file(spec: ExperimentSpec, job: JobConfig, straggles: list[dict]) -> dict[str, Any]:
     """A job file's content (docs/hosts.md): ranks in ring order with their
     addresses, DCQCN from [dcqcn] with the host link rate as line rate, the
-    run's [[straggle]] entries."""
+    run's [[straggle]] entries, and where a bottleneck is shared below the
+    host rate and the config sets no deadlines, the share they assume."""
     d: dict[str, Any] = {
         "job": job.job, "data_port": job.data_port, "message_bytes": job.message_bytes,
         "iterations": job.iterations, "transport": job.transport, "seed": spec.seed,
@@ -122,8 +123,13 @@ def job_file(spec: ExperimentSpec, job: JobConfig, straggles: list[dict]) -> dic
     udp = derived_udp(spec, job)
     if udp:
         d["udp"] = udp
-    if job.deadlines:
-        d["deadlines"] = dict(job.deadlines)
+    deadlines = dict(job.deadlines)
+    if "rate_mbit" not in deadlines and not {"step_s", "run_s"} <= deadlines.keys():
+        share = derive.least_share_mbit(spec.topo, [j.placed for j in spec.jobs], job.placed)
+        if share is not None and spec.topology.host_rate_mbit and share < spec.topology.host_rate_mbit:
+            deadlines["rate_mbit"] = share      # other jobs' flows share a bottleneck: a step takes longer
+    if deadlines:
+        d["deadlines"] = deadlines
     if straggles:
         d["straggle"] = [dict(s) for s in straggles]
     return d

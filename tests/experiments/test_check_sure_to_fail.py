@@ -41,31 +41,28 @@ SURE_TO_FAIL = {
     # a link delay of 1 s: the derived deadlines count no link delay
     "a link delay of 1 s": (
         ci4(("queue_depth_pkts = 64", "queue_depth_pkts = 64\nhost_delay_ms = 1000")),
-        "config error: jobs[0].deadlines.run_s: 18.18 s (derived: 10 x the run's bandwidth bound at the host link "
-        "rate + 15 s; link delays and a slower fabric are not counted: set [jobs.deadlines] run_s) is shorter than "
-        "the oracle's ideal run of job 1 (24.73 s, repeat 1) at the config's rates and delays: every run would "
-        "fail"),
+        "config error: jobs[0].deadlines.run_s: 21.06 s (derived: 10 x the run's bandwidth bound at 5 Mbit/s, the "
+        "job's share of its busiest queue + 15 s; link delays are not counted: set [jobs.deadlines] run_s) is "
+        "shorter than the oracle's ideal run of job 1 (24.73 s, repeat 1) at the config's rates and delays: every "
+        "run would fail"),
     # the same delay in the victim scenario: the fluid ideal fits, the transport's window does not
     "a link delay of 1 s with a window of 16 packets": (
         ci4(("host_rate_mbit = 20\n", "host_rate_mbit = 20\nhost_delay_ms = 1000\n"),
             ("iterations = 1\n", "iterations = 1\n[jobs.udp]\nwindow_packets = 16\n"), base=VICTIM),
-        "config error: jobs[0].deadlines.step_s: 8.067 s (derived: 10 x a step's bandwidth bound at the host link "
-        "rate + 5 s; link delays and a slower fabric are not counted: set [jobs.deadlines] step_s) is shorter than "
-        "a step's least time (46 s) with the transport's window (191 packets of 1400 bytes, 16 in flight per round "
-        "trip of 4000 ms): every run would fail"),
+        "config error: jobs[0].deadlines.step_s: 15.53 s (derived: 10 x a step's bandwidth bound at 2.5 Mbit/s, "
+        "the job's share of its busiest queue + 5 s; link delays are not counted: set [jobs.deadlines] step_s) is "
+        "shorter than a step's least time (46 s) with the transport's window (191 packets of 1400 bytes, 16 in "
+        "flight per round trip of 4000 ms): every run would fail"),
+    # a slow fabric: the derived deadlines assume the job's share of it, and the runner's 90 s does not fit
     "a fabric at 0.01 Mbit/s": (
         ci4(("fabric_rate_mbit = 10", "fabric_rate_mbit = 0.01")),
-        "config error: jobs[0].deadlines.step_s: 5.54 s (derived: 10 x a step's bandwidth bound at the host link "
-        "rate + 5 s; link delays and a slower fabric are not counted: set [jobs.deadlines] step_s) is shorter than "
-        "the oracle's ideal step (48.3 s: rank 1 waiting for step 7, repeat 1) at the config's rates and delays: "
-        "every run would fail"),
+        "config error: runner.run_deadline_s: 90 s is shorter than the oracle's ideal run of job 1 (576 s, repeat 1) "
+        "at the config's rates and delays: every run would fail"),
     # so slow that the flow model cannot take it (its float steps stop): the closed-form floor, at once
     "a fabric at 1e-9 Mbit/s": (
         ci4(("fabric_rate_mbit = 10", "fabric_rate_mbit = 1e-9")),
-        "config error: jobs[0].deadlines.step_s: 5.54 s (derived: 10 x a step's bandwidth bound at the host link "
-        "rate + 5 s; link delays and a slower fabric are not counted: set [jobs.deadlines] step_s) is shorter than "
-        "a step's least time (2.4e+08 s) at the path's rate (30000 bytes at 1e-09 Mbit/s, 0 ms of link delay): "
-        "every run would fail"),
+        "config error: runner.run_deadline_s: 90 s is shorter than the run's least time (2.88e+09 s: 12 steps of "
+        "2.4e+08 s) at the path's rate (30000 bytes at 1e-09 Mbit/s, 0 ms of link delay): every run would fail"),
     "every link at 0.01 Mbit/s": (
         ci4(("host_rate_mbit = 10", "host_rate_mbit = 0.01"), ("fabric_rate_mbit = 10", "fabric_rate_mbit = 0.01")),
         "config error: runner.run_deadline_s: 90 s is shorter than the oracle's ideal run of job 1 (576 s, repeat 1) "
@@ -81,7 +78,7 @@ SURE_TO_FAIL = {
     "netem loss of 100 % for the whole run": (
         ci4() + '\n[[jitter]]\nkind = "netem"\nlink = "h1-l1"\nstart_s = 0\nduration_s = 1000\nloss_pct = 100\n',
         "config error: jitter[2].loss_pct: 100 % loss on h1-l1 from 0 to 1000 s (repeat 1) keeps job 1's first step "
-        "from rank 0 to rank 1 from arriving within its deadline (15.54 s): every run would fail"),
+        "from rank 0 to rank 1 from arriving within its deadline (15.78 s): every run would fail"),
     # every run failed making its jitter schedule
     "a jitter entry picking a link class the topology lacks": (
         (REPO / "experiments" / "configs" / "nohelp_star.toml").read_text()

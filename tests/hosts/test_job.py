@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from hosts.job import (
+    RUN_SLACK_S,
     START_SLACK_S,
     Deadlines,
     JobError,
@@ -92,6 +93,20 @@ def test_derived_deadlines_scale_with_the_bound(tmp_path):
     assert s2 > s1 and r2 > r1
     assert s2 >= 10 * 20_000_000 * 8 / 10e6        # 10 x one step's bound
     assert r1 >= s1
+
+
+def test_derived_deadlines_at_a_shared_rate():
+    doc = {**_doc(), "message_bytes": 40_000_000, "dcqcn": {"line_rate_mbit": 10}}
+    doc.pop("deadlines", None)
+    full = parse_job(doc)
+    quarter = parse_job({**doc, "deadlines": {"rate_mbit": 2.5}})
+    assert quarter.deadlines.rate_mbit == 2.5
+    (s1, r1), (s4, r4) = derived_deadlines(full), derived_deadlines(quarter)
+    bound = 20_000_000 * 8 / 10e6                  # one step at the line rate
+    assert s4 - s1 == pytest.approx(3 * 10 * bound) and r4 - r1 == pytest.approx(3 * (r1 - RUN_SLACK_S))
+    assert first_step_slack(quarter) == first_step_slack(full) == START_SLACK_S
+    with pytest.raises(JobError, match="deadlines.rate_mbit"):
+        parse_job({**doc, "deadlines": {"rate_mbit": 0}})
 
 
 def _doc(**kw):

@@ -47,6 +47,13 @@ def test_scale_k_multiplies_bytes_and_durations_on_the_same_network(spec):
     assert math.isclose(step_s(s), 4 * step_s(spec))
 
 
+def test_a_deadlines_rate_scales_with_the_links_not_the_clock(base):
+    base["jobs"][0]["deadlines"] = {"rate_mbit": 5.0, "run_s": 60.0}
+    spec = C.resolve(base)
+    sc = deployment_scaling(spec)
+    assert scale(spec, sc).jobs[0].deadlines == {"rate_mbit": 5.0 * sc.rate, "run_s": 60.0 * sc.time}
+
+
 def test_the_deployment_runs_the_scenario_at_its_rate_step_and_parameters(spec):
     sc = deployment_scaling(spec)
     s = scale(spec, sc)

@@ -37,3 +37,21 @@ def test_job_specs_ring_order_addresses_line_rate_and_straggles(base):
     assert job.dcqcn == {"preset": "emulation", "line_rate_mbit": 20.0}
     assert job.straggle == (Straggle(1, 0, 0.5),)
     assert C.job_specs(spec, {})[0].straggle == ()
+
+
+def test_job_deadlines_assume_the_share_of_a_shared_bottleneck(base):
+    base["topology"]["fabric_rate_mbit"] = 10
+    (job,) = C.job_specs(C.resolve(base), {})
+    # interleaved over two leaves: each direction of the 10 Mbit/s uplink carries two ring flows
+    assert job.deadlines.rate_mbit == 5.0 and job.deadlines.step_s is None
+    base["topology"]["hosts"] = 8
+    base["jobs"].append({"ranks": 4, "message_bytes": 40000, "iterations": 1, "placement": "interleave"})
+    assert [j.deadlines.rate_mbit for j in C.job_specs(C.resolve(base), {})] == [2.5, 2.5]
+    base["jobs"][1]["deadlines"] = {"step_s": 5.0, "run_s": 50.0}
+    assert [j.deadlines.rate_mbit for j in C.job_specs(C.resolve(base), {})] == [2.5, None]
+
+
+def test_job_deadlines_at_the_line_rate_where_no_flow_shares(base):
+    base["topology"] = {"kind": "star", "hosts": 4, "host_rate_mbit": 20}
+    (job,) = C.job_specs(C.resolve(base), {})
+    assert job.deadlines.rate_mbit is None
