@@ -67,7 +67,7 @@ def parse_args(argv):
                           "deployment's scale; cached under --out, so a second batch of a scenario costs nothing)")
     run.add_argument("--coarse", type=int, default=1, metavar="C",
                      help="(--deployment) simulate C of the deployment's packets as one (speed; its error "
-                          "against full packets is in experiments/README.md)")
+                          "against finer packets is in experiments/README.md)")
     check = sub.add_parser("check", help="validate a config as `run` would and print it resolved")
     model = sub.add_parser("model", help="the flow-level oracle's CCT per job, baseline against Symphony")
     model.add_argument("--json", action="store_true", help="print JSON")

@@ -1,4 +1,4 @@
-"""Coarse packets against full ones: what simulating C of the deployment's
+"""Coarse packets against finer ones: what simulating C of the deployment's
 packets as one (experiments run --target sim --deployment --coarse C) does
 to Symphony's change per job, and what it saves:
 

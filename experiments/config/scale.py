@@ -18,7 +18,7 @@ lasts t times as long, and everything else happens at the same point of it.
   depth, DCQCN's published values, its packet size and transport timers.
   ``coarse`` C > 1 makes every packet C of the deployment's (a queue, ECN
   threshold or packet count in packets divides by C): the simulation's
-  option for speed, measured against full packets.
+  option for speed, measured against finer packets (experiments/README.md).
 
 Times measured on a scaled run are reported in the config's own units,
 divided by ``time`` (``Scaling.time``; meta.json and the summary say it).
