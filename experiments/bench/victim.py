@@ -43,6 +43,7 @@ from pathlib import Path
 from statistics import stdev
 from types import SimpleNamespace
 
+from analysis.oracle import captured
 from analysis.records import load_run
 from analysis.regime import describe as rg_describe
 from analysis.report import analyse_run, counted
@@ -113,7 +114,7 @@ def job_figures(summ: dict, means: dict[str, dict[str, list[float]]]) -> dict[st
                                                "efficiency")},
                     "oracle_baseline_cct_s": o.get("baseline_cct_s"), "oracle_change_pct": ochange,
                     "deployment_change_pct": dep,
-                    "deployment_captured": dep / ochange if dep is not None and ochange else None,
+                    "deployment_captured": captured(dep, ochange),
                     "in_regime": (verdicts.get(job) or {}).get("in_regime"),
                     "regime": rg_describe(verdicts[job]) if job in verdicts else "regime unknown",
                     "runs_baseline": len(b), "runs_symphony": len(s), "run_std_baseline_s": sb,

@@ -61,6 +61,14 @@ def test_each_target_is_judged_on_its_own_figure():
     assert worse["job 2: in the deployment's regime"] is False
 
 
+def test_no_captured_fraction_where_the_oracle_offers_nothing():
+    doc = summary(2.5, -33.3, 0.64, 1.40)
+    doc["jobs"]["1"]["oracle"]["cct_change_pct"] = 1.3e-14       # the oracle's 0 %, as a float sum leaves it
+    jobs = job_figures(doc, MEANS)
+    assert jobs["1"]["deployment_captured"] is None
+    assert jobs["2"]["deployment_captured"] == pytest.approx(-40.0 / -52.3)
+
+
 def test_captured_is_a_target_only_where_the_deployment_simulation_captures_half():
     checks = targets(job_figures(summary(2.5, -10.0, 0.19, 1.0, victim_dep=-20.0), MEANS))
     assert not [c for c in checks if "captured" in c["what"]]       # -20 / -52.3 = 0.38 < 0.50
