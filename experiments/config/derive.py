@@ -95,14 +95,15 @@ def _egresses(topo: TopoSpec, src: str, dst: str, table: dict) -> list[tuple[str
     return [(src, port)] + [(hop.switch, hop.out_port) for hop in route(topo, src, dst, table)]
 
 
-def least_share_mbit(topo: TopoSpec, jobs: list[PlacedJob], job: PlacedJob) -> float | None:
-    """The least rate any of job's ring flows can count on with every job's
-    ring flows sending: over the queues it leaves by, a queue's link rate
-    split evenly among the ring flows that leave by it (max-min fairness
-    gives each flow at least that).  None where no link names a rate."""
+def least_shares_mbit(topo: TopoSpec, jobs: list[PlacedJob]) -> dict[int, float | None]:
+    """Per job id, the least rate any of its ring flows can count on with
+    every job's ring flows sending: over the queues the flow leaves by, a
+    queue's link rate split evenly among the ring flows that leave by it
+    (max-min fairness gives each flow at least that).  None where no link
+    names a rate."""
     table = next_ports(topo)
     flows = {j.job: [_egresses(topo, s, d, table) for s, d, _ in j.ring_flows()] for j in jobs}
     crossing = Counter(e for paths in flows.values() for path in paths for e in path)
-    shares = [rate / crossing[e] for path in flows[job.job] for e in path
-              if (rate := topo.ports(e[0])[e[1]][2].rate_mbit)]
-    return min(shares, default=None)
+    rates = {e: topo.ports(e[0])[e[1]][2].rate_mbit for e in crossing}
+    return {job: min((rates[e] / crossing[e] for path in paths for e in path if rates[e]), default=None)
+            for job, paths in flows.items()}

@@ -12,7 +12,7 @@ from pathlib import Path
 from experiments.config import derive, sections
 from experiments.config import schema as S
 from experiments.config.schema import ConfigError
-from experiments.config.spec import ExperimentSpec, JobConfig, job_file
+from experiments.config.spec import ExperimentSpec, JobConfig, job_files
 from hosts.job import JobError, parse_job
 from hosts.udp.params import UdpParams
 from topologies.spec.placement import JobRequest, place_jobs
@@ -89,9 +89,9 @@ def _check_trackable(jobs: tuple[JobConfig, ...], symphony: SymphonyParams) -> N
 
 def _check_job_files(spec: ExperimentSpec) -> None:
     """The job files every run writes, through the job file's own checks."""
-    for i, job in enumerate(spec.jobs):
+    for i, doc in enumerate(job_files(spec, {})):
         try:
-            parse_job(job_file(spec, job, []))
+            parse_job(doc)
         except JobError as exc:
             # [dcqcn] is a table of its own; every other field is the job's
             where = "" if str(exc).startswith("dcqcn") else f"jobs[{i}]."

@@ -109,11 +109,19 @@ def _without_none(value: Any) -> Any:
     return value
 
 
-def job_file(spec: ExperimentSpec, job: JobConfig, straggles: list[dict]) -> dict[str, Any]:
+def job_files(spec: ExperimentSpec, straggles: dict[int, list[dict]]) -> list[dict[str, Any]]:
+    """Every job's job file content, in the config's order (straggles: job
+    id -> [[straggle]] entries of the run's jitter schedule)."""
+    shares = derive.least_shares_mbit(spec.topo, [j.placed for j in spec.jobs])
+    return [job_file(spec, job, straggles.get(job.job, []), shares[job.job]) for job in spec.jobs]
+
+
+def job_file(spec: ExperimentSpec, job: JobConfig, straggles: list[dict], share_mbit: float | None) -> dict[str, Any]:
     """A job file's content (docs/hosts.md): ranks in ring order with their
     addresses, DCQCN from [dcqcn] with the host link rate as line rate, the
-    run's [[straggle]] entries, and where a bottleneck is shared below the
-    host rate and the config sets no deadlines, the share they assume."""
+    run's [[straggle]] entries, and where the job's share of its busiest
+    queue (share_mbit: derive.least_shares_mbit) is below the host rate and
+    the config sets no deadlines, that share for them to assume."""
     d: dict[str, Any] = {
         "job": job.job, "data_port": job.data_port, "message_bytes": job.message_bytes,
         "iterations": job.iterations, "transport": job.transport, "seed": spec.seed,
@@ -124,10 +132,10 @@ def job_file(spec: ExperimentSpec, job: JobConfig, straggles: list[dict]) -> dic
     if udp:
         d["udp"] = udp
     deadlines = dict(job.deadlines)
-    if "rate_mbit" not in deadlines and not {"step_s", "run_s"} <= deadlines.keys():
-        share = derive.least_share_mbit(spec.topo, [j.placed for j in spec.jobs], job.placed)
-        if share is not None and spec.topology.host_rate_mbit and share < spec.topology.host_rate_mbit:
-            deadlines["rate_mbit"] = share      # other jobs' flows share a bottleneck: a step takes longer
+    host_rate = spec.topology.host_rate_mbit
+    if ("rate_mbit" not in deadlines and not {"step_s", "run_s"} <= deadlines.keys()
+            and share_mbit is not None and host_rate and share_mbit < host_rate):
+        deadlines["rate_mbit"] = share_mbit     # other ring flows share a bottleneck: a step takes longer
     if deadlines:
         d["deadlines"] = deadlines
     if straggles:
@@ -154,4 +162,4 @@ def job_specs(spec: ExperimentSpec, straggles: dict[int, list[dict]]) -> list[Jo
     """Every job's JobSpec for one run (straggles: job id -> [[straggle]]
     entries of the run's jitter schedule).  hosts.job.JobError when a job
     cannot run."""
-    return [parse_job(job_file(spec, job, straggles.get(job.job, []))) for job in spec.jobs]
+    return [parse_job(doc) for doc in job_files(spec, straggles)]
