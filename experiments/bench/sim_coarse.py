@@ -11,7 +11,8 @@ coarse factor and each repeat, both variants at the deployment's scale
 results/.sim-cache); prints per job the change at each factor, its
 difference from the finest factor's (the error, in points; target: under 2
 points for the factor a batch's prediction uses), and the CPU and frames
-each factor took.  Figures, not a timed test.
+each factor took, and a line on stderr as each run ends.  Figures, not a
+timed test.
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ def changes(spec: C.ExperimentSpec, coarse: int, repeats: int, cache: Path) -> t
             work["cpu_s"] += time.process_time() - t
             work["cached"] += bool(r.get("cached"))
             work["frames"] += (r.get("sim") or {}).get("frames") or 0
+            # A run at 32 as one can take a quarter of an hour of one core:
+            # say each as it ends, so a long bench is not silent.
+            print(f"  {spec.name} coarse {coarse} {variant} repeat {rep}: "
+                  + ("cached" if r.get("cached") else f"{time.process_time() - t:.0f} s CPU"),
+                  file=sys.stderr, flush=True)
             for job, row in r.get("jobs", {}).items():
                 per.setdefault(job, {}).setdefault(variant, []).append(row["cct_mean_s"])
     out = {}
