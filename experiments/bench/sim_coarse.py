@@ -53,13 +53,14 @@ def changes(spec: C.ExperimentSpec, coarse: int, repeats: int, cache: Path) -> t
         for variant in ("baseline", "symphony"):
             t = time.process_time()
             r = run_cached(Task("deployment", rep, variant, scaled, sc, VIA_TWIN), cache)
-            work["cpu_s"] += time.process_time() - t
+            cpu = time.process_time() - t
+            work["cpu_s"] += cpu
             work["cached"] += bool(r.get("cached"))
             work["frames"] += (r.get("sim") or {}).get("frames") or 0
             # A run at 32 as one can take a quarter of an hour of one core:
             # say each as it ends, so a long bench is not silent.
             print(f"  {spec.name} coarse {coarse} {variant} repeat {rep}: "
-                  + ("cached" if r.get("cached") else f"{time.process_time() - t:.0f} s CPU"),
+                  + ("cached" if r.get("cached") else f"{cpu:.0f} s CPU"),
                   file=sys.stderr, flush=True)
             for job, row in r.get("jobs", {}).items():
                 per.setdefault(job, {}).setdefault(variant, []).append(row["cct_mean_s"])
