@@ -147,11 +147,13 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
-def drive(loop: Loop, tr: Transport, sleep: Callable[[float], None] = time.sleep) -> int:
-    """Run a rank's loop (hosts.rank) in real time: sleep for its Sleep, the
-    transport's blocking wait for its Await (a TransportTimeout is thrown
-    back into the loop), the transport's linger for its Linger; the loop's
-    exit code."""
+def drive(loop: Loop, tr: Transport) -> int:
+    """Run a rank's loop (hosts.rank) in real time: the transport's idle for
+    its Sleep (a computing rank's NIC still receives and acknowledges: the
+    simulation's transport runs through a Sleep too, and a thread asleep in
+    time.sleep left the predecessor's flow stalled), the transport's blocking
+    wait for its Await (a TransportTimeout is thrown back into the loop), the
+    transport's linger for its Linger; the loop's exit code."""
     try:
         req = next(loop)
         while True:
@@ -163,7 +165,7 @@ def drive(loop: Loop, tr: Transport, sleep: Callable[[float], None] = time.sleep
                     continue
                 req = loop.send(got)
             elif type(req) is Sleep:
-                sleep(req.seconds)
+                tr.idle(time.monotonic() + req.seconds)
                 req = loop.send(None)
             else:
                 tr.linger(req.idle_s, req.deadline)

@@ -28,6 +28,7 @@ class Transport(Protocol):
     def send(self, step: int, payload) -> None: ...  # start sending a step's chunk
     def wait(self, step: int, deadline: float) -> bytearray: ...  # TransportTimeout
     def linger(self, idle_s: float, deadline: float) -> None: ...
+    def idle(self, until: float) -> None: ...        # keep receiving, acking, resending until then
     def close(self) -> None: ...
     @property
     def counters(self) -> dict: ...                  # written in the `stats` event

@@ -241,6 +241,11 @@ class TcpTransport:
         end = min(deadline, time.monotonic() + idle_s)
         self._run_until(lambda: self._in_eof, end)
 
+    def idle(self, until: float) -> None:
+        """While the rank computes: keep reading the predecessor's stream and
+        writing what is queued, as the UDP transport keeps acknowledging."""
+        self._run_until(lambda: False, until)
+
     def close(self) -> None:
         for s in (self.out, self.inc, self.listener, self.ctrl):
             if s is not None:

@@ -173,6 +173,13 @@ class UdpTransport:
         self._run_until(lambda: time.monotonic() >= quiet_at(), deadline, quiet_at)
         self._reap()
 
+    def idle(self, until: float) -> None:
+        """While the rank computes (a straggler's delay): receive, buffer and
+        acknowledge what the predecessor sends and resend what the successor
+        lost, as a RoCE NIC does while its host computes."""
+        self._run_until(lambda: False, until)
+        self._reap()
+
     # ---- the loop -----------------------------------------------------------
     def _run_until(self, cond, deadline: float, wake=None) -> bool:
         ep = self.ep
