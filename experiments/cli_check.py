@@ -51,8 +51,8 @@ def scale_advice(spec: C.ExperimentSpec) -> list[str]:
         pps = data_packets(scaled) / end
         load = (f"; its agents send about {pps:,.0f} data packets/s, "
                 + ("within" if pps <= PACKET_BUDGET_PPS else "over")
-                + f" this machine's budget of {PACKET_BUDGET_PPS:,} (the most the fidelity monitors find ok on "
-                "2 cores)")
+                + f" this machine's budget of {PACKET_BUDGET_PPS:,} on the soft target (the most the fidelity "
+                "monitors find ok on 2 cores; BMv2 carries less: experiments/README.md, \"Fidelity at scale\")")
     except MODEL_ERRORS as exc:
         when = f"unknown (the oracle: {exc})"
     lines.append(f"at K = {auto.k:g}: the agents hold {agents_memory_bytes(scaled) / 1e9:.2f} GB at once; a batch of "

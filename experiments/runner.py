@@ -40,6 +40,7 @@ from experiments.supervise import (
     RunResult,
     start_agents,
     start_figures,
+    startup_s,
     supervise,
     write_start_file,
 )
@@ -269,7 +270,7 @@ class Runner:
                     R.write_json(run_dir / "meta.json", meta)
                     monitor.start(net, agents)
 
-                supervise(net, agents, injector, t_spawn, deadline_s, res, on_all_ready)
+                supervise(net, agents, injector, t_spawn, deadline_s, res, on_all_ready, startup_s(plan.jobs))
                 res.jitter_not_applied = not_applied(injector)
             finally:
                 monitor.stop()

@@ -22,7 +22,8 @@ from pathlib import Path
 from contract import exits
 from contract.files import write_atomic
 from experiments.jitter.injector import Injector, InjectorError
-from hosts.job import JobSpec
+from hosts.agent import START_WAIT_S
+from hosts.job import JobSpec, bytes_drawn_before_ready
 from topologies.network import shield
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,6 +31,9 @@ POLL_S = 0.1                  # supervision period: deaths are noticed within ~0
 READY_POLL_S = 0.01           # the same until every agent is ready: each waits for the start file
 AGENT_GRACE_S = 2.0           # after one agent failed, how long the others may still finish
 STARTUP_S = 30.0              # every agent must log `ready` within this (they wait hosts.agent.START_WAIT_S)
+# ... plus the time to draw their inputs (hosts.job.bytes_drawn_before_ready):
+# 190 MB/s a core measured on 2 cores, counted at a quarter of both
+DRAW_BYTES_PER_S = 100e6
 # how far ahead of the moment every agent is ready the runner sets the start:
 # every agent must have seen the start file by then (it looks every
 # hosts.agent.START_POLL_S).  Measured at 16 ranks on 2 cores (the last agent
@@ -154,20 +158,30 @@ def start_figures(agents: list[Agent], at_ns: int) -> dict:
     return out
 
 
+def startup_s(jobs: tuple[JobSpec, ...]) -> float:
+    """How long the agents of a run get to log `ready`: STARTUP_S and the
+    time to draw every agent's inputs, which grows with the scale (the
+    demo's large job at K = 50: 240 MB an agent)."""
+    return STARTUP_S + sum(s.n_ranks * bytes_drawn_before_ready(s) for s in jobs) / DRAW_BYTES_PER_S
+
+
 def start_agents(net, jobs: tuple[JobSpec, ...], job_paths: dict[int, Path], agents_dir: Path,
                  python: str, start_file: Path | None = None) -> list[Agent]:
     """One agent per rank (hosts.agent), stdout and stderr to rank<r>.log;
     agents/job<id>/ per job when there are several.  start_file: every
-    agent waits for it once ready (hosts.agent --start-file)."""
+    agent waits for it once ready (hosts.agent --start-file), as long past
+    the runner's startup_s as START_WAIT_S is past STARTUP_S."""
     agents = []
     multi = len(jobs) > 1
+    wait_s = startup_s(jobs) + START_WAIT_S - STARTUP_S
     for spec in jobs:
         log_dir = agents_dir / f"job{spec.job}" if multi else agents_dir
         log_dir.mkdir(exist_ok=True)
         for r in spec.ranks:
             out = log_dir / f"rank{r.rank}.log"
             with open(out, "ab") as fh:
-                barrier = ["--start-file", str(start_file)] if start_file is not None else []
+                barrier = ["--start-file", str(start_file), "--start-timeout", f"{wait_s:g}"] \
+                    if start_file is not None else []
                 proc = net.popen(r.host, [python, "-m", "hosts.agent", "--job", str(job_paths[spec.job]),
                                           "--rank", str(r.rank), "--log-dir", str(log_dir), *barrier],
                                  stdout=fh, stderr=subprocess.STDOUT, cwd=str(REPO))
@@ -202,11 +216,12 @@ def switch_failure(net, now: float) -> str | None:
 
 
 def supervise(net, agents: list[Agent], injector: Injector, t0: float, deadline_s: float, res: RunResult,
-              on_all_ready: Callable[[], None] = lambda: None) -> None:
+              on_all_ready: Callable[[], None] = lambda: None, ready_s: float = STARTUP_S) -> None:
     """Poll until every agent exited (or one failed and the others had a
-    grace period).  t0: time.monotonic() when the agents were spawned.
-    on_all_ready is called once every agent has logged `ready`: it writes the
-    start file and starts the injector's clock at the start time."""
+    grace period).  t0: time.monotonic() when the agents were spawned;
+    ready_s: how long they get to log `ready` (startup_s).  on_all_ready is
+    called once every agent has logged `ready`: it writes the start file and
+    starts the injector's clock at the start time."""
     first_failure: str | None = None
     failed_at = 0.0
     started = False
@@ -225,9 +240,9 @@ def supervise(net, agents: list[Agent], injector: Injector, t0: float, deadline_
             except InjectorError as exc:
                 # a jitter action fails on a switch that hangs: the switch is the reason
                 raise RunFailed(switch_failure(net, now) or str(exc)) from None
-        elif now > STARTUP_S:
+        elif now > ready_s:
             late = [a.label for i, a in enumerate(agents) if i not in ready]
-            raise RunFailed(f"{late[0]} was not ready (set up, logged `ready`) within {STARTUP_S:.0f}s of its start"
+            raise RunFailed(f"{late[0]} was not ready (set up, logged `ready`) within {ready_s:.0f}s of its start"
                             + (f" (and {len(late) - 1} more)" if len(late) > 1 else ""))
         failure = switch_failure(net, now)
         if failure:

@@ -163,6 +163,22 @@ def precomputed(iterations: int, message_bytes: int) -> bool:
     return 2 * iterations * message_bytes <= PRECOMPUTE_BYTES
 
 
+def drawn_ahead(iterations: int, message_bytes: int) -> int:
+    """How many iterations' inputs and references an agent draws before it
+    logs `ready`: all when they fit in PRECOMPUTE_BYTES, else the first (it
+    holds them from its first step on anyway, so drawing them early costs no
+    memory; drawn after the start, a large job's first step waited for them:
+    the demo's six 40 MB ranks at K = 50 started 4.2 s late, the victim alone
+    on the spine meanwhile)."""
+    return iterations if precomputed(iterations, message_bytes) else 1
+
+
+def bytes_drawn_before_ready(spec: JobSpec) -> int:
+    """What one agent of the job draws before `ready`: every rank's input of
+    each iteration drawn ahead (the reference is their sum)."""
+    return drawn_ahead(spec.iterations, spec.message_bytes) * spec.n_ranks * spec.message_bytes
+
+
 def agent_memory_bytes(n_ranks: int, message_bytes: int, iterations: int = 1) -> int:
     """An agent's peak memory.  While it computes an iteration's reference
     it holds every rank's input (N x S), its own input, the result and two

@@ -20,7 +20,7 @@ import numpy as np
 from contract import exits
 from contract.tags import ring_step, steps_per_iteration
 from hosts import dcqcn, ring
-from hosts.job import JobSpec, derived_deadlines, first_step_slack, precomputed
+from hosts.job import JobSpec, derived_deadlines, drawn_ahead, first_step_slack
 from hosts.transport import Transport, TransportTimeout
 
 
@@ -155,13 +155,14 @@ class Rank:
         return ring.make_input(spec.seed, iteration, self.rank, spec.n_elems), self.reference(iteration)
 
     def prepare(self) -> None:
-        """Every iteration's input and reference before the first step when
-        they fit in PRECOMPUTE_BYTES: drawn at each iteration's start (every
-        rank draws every rank's input), 16 agents on 2 cores spent ~20 ms of
-        CPU each between iterations, which the ring waited for."""
+        """Inputs and references before `ready` (hosts.job.drawn_ahead):
+        every iteration's when they fit in PRECOMPUTE_BYTES, else the
+        first's.  Drawn at each iteration's start, 16 agents on 2 cores
+        spent ~20 ms of CPU each between iterations, which the ring waited
+        for."""
         spec = self.spec
-        if self.with_data and precomputed(spec.iterations, spec.message_bytes):
-            self.ahead = {it: self.data(it) for it in range(spec.iterations)}
+        if self.with_data:
+            self.ahead = {it: self.data(it) for it in range(drawn_ahead(spec.iterations, spec.message_bytes))}
 
     def _ring(self, it: int):
         """The iteration's ring and its reference result (None without data)."""

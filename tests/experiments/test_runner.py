@@ -3,6 +3,7 @@
 when everything works, when a switch dies, when an agent hangs or is wrong,
 and when the user interrupts."""
 
+import dataclasses
 import json
 import os
 import re
@@ -17,6 +18,7 @@ from experiments import summary as SU
 from experiments import supervise
 from experiments.signals import Signals
 from hosts import agent
+from hosts.job import JobSpec, RankSpec
 
 
 def make_runner(fake_net, tmp_path, c, **net_kw):
@@ -207,5 +209,13 @@ def test_the_runner_gives_up_on_a_slow_start_before_the_agents_do():
     every agent to be ready: a slow start is reported by the runner, naming
     the late agent, not by the early agents timing out."""
     assert supervise.STARTUP_S < agent.START_WAIT_S
+    # ... however long the agents' inputs take to draw: both limits grow with them
+    small = JobSpec(job=1, data_port=5000, message_bytes=4000, iterations=3,
+                    ranks=tuple(RankSpec(r, f"10.0.0.{r + 1}") for r in range(2)))
+    large = dataclasses.replace(small, message_bytes=40_000_000, iterations=1,
+                                ranks=tuple(RankSpec(r, f"10.0.0.{r + 1}") for r in range(6)))
+    assert supervise.startup_s((small,)) < supervise.STARTUP_S + 1
+    # the demo's large job at K = 50: six agents each draw all six 40 MB inputs
+    assert supervise.startup_s((small, large)) >= supervise.STARTUP_S + 6 * 240e6 / supervise.DRAW_BYTES_PER_S
     # and every agent can see the start file before the start time
     assert agent.START_POLL_S < supervise.START_MARGIN_S / 4

@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from hosts.job import (
+    PRECOMPUTE_BYTES,
     RUN_SLACK_S,
     START_SLACK_S,
     Deadlines,
@@ -13,7 +14,9 @@ from hosts.job import (
     JobSpec,
     RankSpec,
     Straggle,
+    bytes_drawn_before_ready,
     derived_deadlines,
+    drawn_ahead,
     dump_job,
     first_step_slack,
     load_job,
@@ -212,3 +215,13 @@ def test_agent_bad_rank_and_foreign_address(tmp_path):
 def test_first_step_slack_only_when_derived():
     assert first_step_slack(parse_job(_doc())) == START_SLACK_S
     assert first_step_slack(parse_job(_doc(deadlines={"step_s": 2.0}))) == 0.0
+
+
+def test_the_first_iteration_is_drawn_before_ready_even_when_the_rest_do_not_fit():
+    # drawn after the start, a large job's first step waited for its inputs
+    assert 2 * 40_000_000 > PRECOMPUTE_BYTES and drawn_ahead(1, 40_000_000) == 1
+    assert drawn_ahead(3, 16 * 2**20) == 1
+    assert drawn_ahead(3, 1_000_000) == 3
+    spec = JobSpec(job=1, data_port=5000, message_bytes=40_000_000, iterations=2,
+                   ranks=tuple(RankSpec(r, f"10.0.0.{r + 1}") for r in range(6)))
+    assert bytes_drawn_before_ready(spec) == 6 * 40_000_000
