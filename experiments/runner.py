@@ -251,7 +251,8 @@ class Runner:
             start_file = agents_dir / START_FILE
             agents = []
             try:
-                agents = start_agents(net, plan.jobs, job_paths, agents_dir, self.python, start_file)
+                ready_s = startup_s(plan.jobs)
+                agents = start_agents(net, plan.jobs, job_paths, agents_dir, self.python, start_file, ready_s)
                 t_spawn = time.monotonic()
                 meta["agents_spawned_ns"] = now_ns()
 
@@ -270,7 +271,7 @@ class Runner:
                     R.write_json(run_dir / "meta.json", meta)
                     monitor.start(net, agents)
 
-                supervise(net, agents, injector, t_spawn, deadline_s, res, on_all_ready, startup_s(plan.jobs))
+                supervise(net, agents, injector, t_spawn, deadline_s, res, on_all_ready, ready_s)
                 res.jitter_not_applied = not_applied(injector)
             finally:
                 monitor.stop()

@@ -166,14 +166,14 @@ def startup_s(jobs: tuple[JobSpec, ...]) -> float:
 
 
 def start_agents(net, jobs: tuple[JobSpec, ...], job_paths: dict[int, Path], agents_dir: Path,
-                 python: str, start_file: Path | None = None) -> list[Agent]:
+                 python: str, start_file: Path | None = None, ready_s: float = STARTUP_S) -> list[Agent]:
     """One agent per rank (hosts.agent), stdout and stderr to rank<r>.log;
     agents/job<id>/ per job when there are several.  start_file: every
     agent waits for it once ready (hosts.agent --start-file), as long past
-    the runner's startup_s as START_WAIT_S is past STARTUP_S."""
+    ready_s (the runner's limit, startup_s) as START_WAIT_S is past STARTUP_S."""
     agents = []
     multi = len(jobs) > 1
-    wait_s = startup_s(jobs) + START_WAIT_S - STARTUP_S
+    wait_s = ready_s + START_WAIT_S - STARTUP_S
     for spec in jobs:
         log_dir = agents_dir / f"job{spec.job}" if multi else agents_dir
         log_dir.mkdir(exist_ok=True)

@@ -66,15 +66,15 @@ def write_start(path, at_ns):
     os.replace(tmp, path)
 
 
-def test_agents_wait_for_the_start_file_and_start_at_its_time(tmp_path):
-    job(tmp_path, straggle=[Straggle(rank=1, iter=0, delay_s=0.2)])
+def run_together(tmp_path, n: int, while_waiting=lambda: None) -> int:
+    """Start the job's n agents with a start file, run while_waiting once
+    all are ready, then write a start time 0.3 s ahead; assert every agent
+    exits 0 and return that start time (ns)."""
     start_file = tmp_path / "start"
-    procs = [start(tmp_path, r, "--start-file", str(start_file)) for r in range(2)]
+    procs = [start(tmp_path, r, "--start-file", str(start_file)) for r in range(n)]
     try:
         wait_ready(tmp_path, procs)
-        time.sleep(0.3)
-        # set up and waiting: nothing after `ready` until the start file says so
-        assert [[e["kind"] for e in events(tmp_path, r)] for r in range(2)] == [["ready"], ["ready"]]
+        while_waiting()
         at_ns = now_ns() + 300_000_000
         write_start(start_file, at_ns)
         codes = [p.wait(timeout=60) for p in procs]
@@ -82,7 +82,18 @@ def test_agents_wait_for_the_start_file_and_start_at_its_time(tmp_path):
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    assert codes == [0, 0], [(tmp_path / f"rank{r}.stderr").read_text() for r in range(2)]
+    assert codes == [0] * n, [(tmp_path / f"rank{r}.stderr").read_text() for r in range(n)]
+    return at_ns
+
+
+def test_agents_wait_for_the_start_file_and_start_at_its_time(tmp_path):
+    job(tmp_path, straggle=[Straggle(rank=1, iter=0, delay_s=0.2)])
+
+    def only_ready():
+        time.sleep(0.3)
+        # set up and waiting: nothing after `ready` until the start file says so
+        assert [[e["kind"] for e in events(tmp_path, r)] for r in range(2)] == [["ready"], ["ready"]]
+    at_ns = run_together(tmp_path, 2, only_ready)
     for rank, delay_ns in ((0, 0), (1, 200_000_000)):
         evs = events(tmp_path, rank)
         assert [e["kind"] for e in evs[:3]] == ["ready", "iter_start", "step_start"]

@@ -7,10 +7,9 @@ addresses (no root)."""
 
 import pytest
 
-from contract.events import now_ns
 from hosts.job import JobSpec, RankSpec, Straggle, dump_job
 from hosts.udp.params import UdpParams
-from tests.hosts.test_agent_start import events, start, wait_ready, write_start
+from tests.hosts.test_agent_start import events, run_together
 
 DELAY_S = 1.5
 PACKETS = 60       # a step's chunk, in packets: far past the in-flight limit below
@@ -25,18 +24,7 @@ def test_a_stragglers_predecessor_finishes_its_first_step_while_the_straggler_co
                    transport=transport, udp=UdpParams(window_packets=WINDOW),
                    straggle=(Straggle(rank=2, iter=0, delay_s=DELAY_S),))
     dump_job(spec, tmp_path / "job.toml")
-    start_file = tmp_path / "start"
-    procs = [start(tmp_path, r, "--start-file", str(start_file)) for r in range(3)]
-    try:
-        wait_ready(tmp_path, procs)
-        at_ns = now_ns() + 300_000_000
-        write_start(start_file, at_ns)
-        codes = [p.wait(timeout=60) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    assert codes == [0, 0, 0], [(tmp_path / f"rank{r}.stderr").read_text() for r in range(3)]
+    at_ns = run_together(tmp_path, 3)
     # rank 1 sends step 0 to rank 2, the straggler, and receives it from rank 0
     end0 = next(e["t"] for e in events(tmp_path, 1) if e["kind"] == "step_end" and e["step"] == 0)
     woke = next(e["t"] for e in events(tmp_path, 2) if e["kind"] == "iter_start")
