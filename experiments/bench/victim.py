@@ -80,13 +80,21 @@ def per_run_means(summ: dict, exp_dir: Path) -> dict[str, dict[str, list[float]]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             analysed.append(analyse_run(load_run(d)))
+    return run_means(analysed)
+
+
+def run_means(analysed: list[dict]) -> dict[str, dict[str, list[float]]]:
+    """variant -> job -> each counted run's mean CCT in the config's units:
+    a scaled run's records keep its own clock, so its CCTs are divided by
+    its K, as the summary's are (else the spread and the noise come out K
+    times too large beside means that are not)."""
     out: dict[str, dict[str, list[float]]] = {}
     for v in {a["variant"] for a in analysed}:
         ok, _ = counted([a for a in analysed if a["variant"] == v])
         for a in ok:
             for job, j in a["summary"]["jobs"].items():
                 if j["cct_mean_s"] is not None:
-                    out.setdefault(v, {}).setdefault(job, []).append(j["cct_mean_s"])
+                    out.setdefault(v, {}).setdefault(job, []).append(j["cct_mean_s"] / (a.get("scale") or 1.0))
     return out
 
 

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from contract import exits
-from experiments.bench.victim import job_figures, main, targets, victim_of
+from experiments.bench.victim import job_figures, main, run_means, targets, victim_of
 
 
 def summary(large_change, victim_change, victim_captured, victim_eff, victim_dep=-40.0, in_regime=True):
@@ -34,6 +34,17 @@ def test_the_standard_error_is_of_the_per_run_means_over_the_baseline():
     se = math.sqrt(0.02 ** 2 / 3 + 0.05 ** 2 / 3) / 8.0 * 100
     assert jobs["1"]["change_se_pct"] == pytest.approx(se)
     assert (jobs["2"]["runs_baseline"], jobs["2"]["runs_symphony"]) == (3, 3)
+
+
+def test_a_scaled_runs_means_are_in_the_configs_units_as_the_summarys():
+    def run(variant, cct, scale):
+        return {"variant": variant, "status": "ok", "fidelity": "ok", "scale": scale,
+                "summary": {"jobs": {"2": {"cct_mean_s": cct}}}}
+    # a demo batch at K = 50 printed the victim 0.571 +- 0.367 s: the spread in
+    # the runs' own seconds beside a mean in the config's
+    means = run_means([run("baseline", 28.30, 50.0), run("baseline", 28.85, 50.0), run("symphony", 0.5, None)])
+    assert means["baseline"]["2"] == pytest.approx([0.566, 0.577])
+    assert means["symphony"]["2"] == [0.5]
 
 
 def test_the_victim_is_the_job_the_oracle_gains_most_for_and_only_above_2_pct():
