@@ -139,7 +139,7 @@ def job_summary(jm: dict[str, Any]) -> dict[str, Any]:
 
 def summarise_jobs(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per job id over a variant's ok runs: pooled CCT samples, mean, std,
-    misalignment."""
+    each run's mean (the run-to-run spread), misalignment."""
     out = {}
     for job in m.job_order(j for a in ok for j in a["summary"]["jobs"]):
         rows = [a["summary"]["jobs"][job] for a in ok if job in a["summary"]["jobs"]]
@@ -150,6 +150,7 @@ def summarise_jobs(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             "cct_n": len(ccts),
             "cct_mean_s": _mean(ccts),
             "cct_std_s": _std(ccts),
+            "cct_run_means_s": [r["cct_mean_s"] for r in rows if r["cct_mean_s"] is not None],
             "misalignment_mean": _mean([r["misalignment_mean"] for r in rows]),
         }
     return out

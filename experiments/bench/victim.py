@@ -26,8 +26,9 @@ simulation's, the captured fraction, the regime verdict, and the targets:
 * the emulated baseline within 10 % of the oracle's: |oracle baseline CCT /
   measured baseline CCT - 1| <= 0.10 for every job.
 
-A run counts as analysis counts it (analysis.report.counted): ok, and its
-fidelity ok unless no run of the variant is.  Figures, not a timed test:
+A run counts as the summary counts it (analysis.report.paired): ok, and
+its fidelity ok unless no run of the variant is, in repeats where both
+variants' runs count.  Figures, not a timed test:
 the targets are printed with what was measured, never asserted.
 """
 
@@ -46,7 +47,7 @@ from types import SimpleNamespace
 from analysis.oracle import captured
 from analysis.records import load_run
 from analysis.regime import describe as rg_describe
-from analysis.report import analyse_run, counted
+from analysis.report import analyse_run, paired
 from contract import exits
 from experiments import config as C
 from experiments.cli_common import Refused
@@ -70,8 +71,14 @@ BASELINE_TOLERANCE = 0.10       # |oracle baseline / measured baseline - 1|
 
 
 def per_run_means(summ: dict, exp_dir: Path) -> dict[str, dict[str, list[float]]]:
-    """variant -> job -> the mean CCT of each run analysis counts (ok, and
-    fidelity-ok unless none of the variant's runs is), from the run directories."""
+    """variant -> job -> the mean CCT of each run the summary's figures come
+    from (the same paired runs, in the config's units).  A summary written
+    before it carried them per job: from the run directories instead."""
+    variants = summ.get("variants") or {}
+    jobs = [j for row in variants.values() for j in (row.get("jobs") or {}).values()]
+    if jobs and all("cct_run_means_s" in j for j in jobs):
+        return {v: {job: list(j["cct_run_means_s"]) for job, j in row["jobs"].items()}
+                for v, row in variants.items()}
     analysed = []
     for row in summ["runs"]:
         d = exp_dir / row["run"]
@@ -84,13 +91,13 @@ def per_run_means(summ: dict, exp_dir: Path) -> dict[str, dict[str, list[float]]
 
 
 def run_means(analysed: list[dict]) -> dict[str, dict[str, list[float]]]:
-    """variant -> job -> each counted run's mean CCT in the config's units:
-    a scaled run's records keep its own clock, so its CCTs are divided by
-    its K, as the summary's are (else the spread and the noise come out K
-    times too large beside means that are not)."""
+    """variant -> job -> each paired run's mean CCT in the config's units
+    (for summaries without them): a scaled run's records keep its own
+    clock, so its CCTs are divided by its K, as the summary's are (else the
+    spread and the noise come out K times too large beside means that are not)."""
     out: dict[str, dict[str, list[float]]] = {}
-    for v in {a["variant"] for a in analysed}:
-        ok, _ = counted([a for a in analysed if a["variant"] == v])
+    variants = sorted({a["variant"] for a in analysed})
+    for v, (ok, _) in paired(analysed, variants).items():
         for a in ok:
             for job, j in a["summary"]["jobs"].items():
                 if j["cct_mean_s"] is not None:

@@ -37,6 +37,9 @@ def test_degraded_runs_are_left_out_while_a_run_is_ok(tmp_path):
     row = summarise(analysed)["variants"]["baseline"]
     assert row["runs_ok"] == 2 and row["runs_degraded"] == ["x-baseline-rep1"] and row["fidelity"] == "ok"
     assert row["cct_run_means_s"] == [analysed[0]["summary"]["cct_mean_s"], analysed[2]["summary"]["cct_mean_s"]]
+    job = next(iter(row["jobs"]))
+    assert row["jobs"][job]["cct_run_means_s"] == [a["summary"]["jobs"][job]["cct_mean_s"]
+                                                   for a in (analysed[0], analysed[2])]
 
 
 def test_a_variant_of_degraded_runs_only_keeps_them_and_says_so(tmp_path):

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from contract import exits
-from experiments.bench.victim import job_figures, main, run_means, targets, victim_of
+from experiments.bench.victim import job_figures, main, per_run_means, run_means, targets, victim_of
 
 
 def summary(large_change, victim_change, victim_captured, victim_eff, victim_dep=-40.0, in_regime=True):
@@ -45,6 +45,25 @@ def test_a_scaled_runs_means_are_in_the_configs_units_as_the_summarys():
     means = run_means([run("baseline", 28.30, 50.0), run("baseline", 28.85, 50.0), run("symphony", 0.5, None)])
     assert means["baseline"]["2"] == pytest.approx([0.566, 0.577])
     assert means["symphony"]["2"] == [0.5]
+
+
+def test_the_per_run_means_are_the_summarys_own_when_it_has_them(tmp_path):
+    # the summary's are the paired runs' and already in the config's units:
+    # no run directory is read (there is none here)
+    summ = {"variants": {v: {"jobs": {"2": {"cct_run_means_s": m}}} for v, m in
+                         (("baseline", [0.566, 0.577]), ("symphony", [0.332, 0.334]))},
+            "runs": [{"run": "gone-baseline-rep1"}]}
+    assert per_run_means(summ, tmp_path) == {"baseline": {"2": [0.566, 0.577]}, "symphony": {"2": [0.332, 0.334]}}
+    del summ["variants"]["symphony"]["jobs"]["2"]["cct_run_means_s"]      # an older summary: from the runs
+    assert per_run_means(summ, tmp_path) == {}
+
+
+def test_without_the_summarys_means_only_paired_runs_count():
+    def run(variant, rep, status="ok"):
+        return {"variant": variant, "repeat": rep, "status": status, "fidelity": "ok", "scale": None,
+                "summary": {"jobs": {"2": {"cct_mean_s": float(rep)}}}}
+    means = run_means([run("baseline", 1), run("baseline", 2), run("symphony", 1), run("symphony", 2, "failed")])
+    assert means == {"baseline": {"2": [1.0]}, "symphony": {"2": [1.0]}}
 
 
 def test_the_victim_is_the_job_the_oracle_gains_most_for_and_only_above_2_pct():
