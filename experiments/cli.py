@@ -1,7 +1,7 @@
 """python3 -m experiments run CONFIG [--target auto|bmv2|soft] [--repeat N] [--seed S]
                                   [--out DIR] [--sweep] [--rank-by-oracle] [--model-only]
                                   [--fail-fast] [--no-report]
-python3 -m experiments check CONFIG [--sweep]
+python3 -m experiments check CONFIG [--sweep] [--confirm [--confirm-up-to K] [--out DIR]]
 python3 -m experiments model CONFIG [--json] [--repeat N] [--seed S] [--target auto|bmv2|soft]
 python3 -m experiments net CONFIG [--cli] [--target auto|bmv2|soft] [--baseline] [--run-dir DIR]
 
@@ -69,11 +69,18 @@ def parse_args(argv):
                      help="(--deployment) simulate C of the deployment's packets as one (speed; its error "
                           "against finer packets is in experiments/README.md)")
     check = sub.add_parser("check", help="validate a config as `run` would and print it resolved")
+    check.add_argument("--confirm", action="store_true",
+                       help="simulate the scenario at --scale auto's K, and at larger K up to --confirm-up-to, "
+                            "against the deployment's scale, and say the first K whose answer agrees within 5 "
+                            "points (minutes: one simulated run per variant and K, on repeat 1's schedule)")
+    check.add_argument("--confirm-up-to", type=float, default=None, metavar="K",
+                       help="(--confirm) the largest K to simulate (default: 3 x --scale auto's)")
     model = sub.add_parser("model", help="the flow-level oracle's CCT per job, baseline against Symphony")
     model.add_argument("--json", action="store_true", help="print JSON")
     model.add_argument("--no-sim", action="store_true",
                        help="the oracle only, without the simulation at the config's rates and the deployment's")
-    model.add_argument("--out", type=Path, default=Path("results"), metavar="DIR",
+    for p in (model, check):
+        p.add_argument("--out", type=Path, default=Path("results"), metavar="DIR",
                        help="results root whose .sim-cache holds the simulation's figures (default: results)")
     net = sub.add_parser("net", help="start a config's network (Ctrl-C or the CLI's exit tears it down)")
     net.add_argument("--cli", action="store_true", help="open the Mininet CLI")

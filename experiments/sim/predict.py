@@ -111,13 +111,14 @@ def simulate(task: Task, workdir: Path) -> dict:
 
 
 def progress_lines(total: int, say: Callable[[str], None]) -> Callable[[Task, dict], None]:
-    """A progress callback for predict: one line per simulated run, through say."""
+    """A progress callback for predict: one line per simulated run, through
+    say; total 0 where it is not known ahead."""
     done = [0]
 
     def progress(task: Task, result: dict) -> None:
         done[0] += 1
         how = "cached" if result.get("cached") else f"{(result.get('sim') or {}).get('wall_s', 0):.0f} s"
-        say(f"simulation {done[0]}/{total}: {task.scale} rep {task.repeat} {task.variant} ({how}"
+        say(f"simulation {done[0]}{f'/{total}' if total else ''}: {task.scale} rep {task.repeat} {task.variant} ({how}"
             + (f"; failed: {result['error']}" if "error" in result else "") + ")")
     return progress
 
@@ -150,40 +151,49 @@ def predict(spec: ExperimentSpec, repeats: list[int], via: str, cache: Path, wor
     """The simulation's figures for a batch (module docstring), as
     {"scales": {scale: {"jobs": {job: {baseline_cct_s, symphony_cct_s,
     cct_change_pct}}}}, "runs": [...]}; progress(task, result) after each."""
-    cache.mkdir(parents=True, exist_ok=True)
     todo = tasks(spec, repeats, via, coarse, scales)
+    return summarise(spec, todo, run_all(todo, cache, workers, progress))
+
+
+def run_all(todo: list[Task], cache: Path, workers: int | None = None,
+            progress: Callable[[Task, dict], None] = lambda t, r: None) -> dict[Task, dict]:
+    """Each task's figures (cached), on worker processes, one per core."""
+    cache.mkdir(parents=True, exist_ok=True)
     workers = workers or min(len(todo), os.cpu_count() or 1)
     results: dict[Task, dict] = {}
     if workers <= 1:
         for t in todo:
             results[t] = run_cached(t, cache)
             progress(t, results[t])
-    else:
-        with cf.ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(run_cached, t, cache): t for t in todo}
-            for fut in cf.as_completed(futures):
-                t = futures[fut]
-                results[t] = fut.result()
-                progress(t, results[t])
-    return summarise(spec, todo, results)
+        return results
+    with cf.ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(run_cached, t, cache): t for t in todo}
+        for fut in cf.as_completed(futures):
+            t = futures[fut]
+            results[t] = fut.result()
+            progress(t, results[t])
+    return results
+
+
+def job_changes(todo: list[Task], results: dict[Task, dict], name: str) -> dict[str, dict]:
+    """Per job, over the tasks of scale `name`: the mean baseline and
+    Symphony CCT of the repeats and the change."""
+    per: dict[str, dict[str, list[float]]] = {}
+    for t in todo:
+        for job, row in results.get(t, {}).get("jobs", {}).items():
+            if t.scale == name and row["cct_mean_s"] is not None:
+                per.setdefault(job, {}).setdefault(t.variant, []).append(row["cct_mean_s"])
+    jobs = {}
+    for job, variants in per.items():
+        b = mean(variants["baseline"]) if variants.get("baseline") else None
+        s = mean(variants["symphony"]) if variants.get("symphony") else None
+        jobs[job] = {"baseline_cct_s": b, "symphony_cct_s": s,
+                     "cct_change_pct": (s - b) / b * 100 if b and s is not None else None}
+    return jobs
 
 
 def summarise(spec: ExperimentSpec, todo: list[Task], results: dict[Task, dict]) -> dict:
-    scales: dict[str, dict] = {}
-    for name in SCALES:
-        per: dict[str, dict[str, list[float]]] = {}
-        for t in todo:
-            r = results.get(t, {})
-            for job, row in r.get("jobs", {}).items():
-                if t.scale == name and row["cct_mean_s"] is not None:
-                    per.setdefault(job, {}).setdefault(t.variant, []).append(row["cct_mean_s"])
-        jobs = {}
-        for job, variants in per.items():
-            b = mean(variants["baseline"]) if variants.get("baseline") else None
-            s = mean(variants["symphony"]) if variants.get("symphony") else None
-            jobs[job] = {"baseline_cct_s": b, "symphony_cct_s": s,
-                         "cct_change_pct": (s - b) / b * 100 if b and s is not None else None}
-        scales[name] = {"jobs": jobs}
+    scales: dict[str, dict] = {name: {"jobs": job_changes(todo, results, name)} for name in SCALES}
     scales["deployment"]["coarse"] = next((t.scaling.coarse for t in todo if t.scaling), None)
     runs = [{"scale": t.scale, "repeat": t.repeat, "variant": t.variant, "cached": results[t].get("cached", False),
              **({"error": results[t]["error"]} if "error" in results[t] else {}),
