@@ -286,9 +286,14 @@ class TcpTransport:
             ecn_cc = ask_congestion_control(s, self._counters["ecn_sysctl"])
             if self._counters["ecn_sysctl"] != 1:
                 self._counters["ecn_cc"] = int(ecn_cc)
-            first = self._queue[0][0] if self._queue else 0
-            s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos_for_step(first))
-            self._tos_step = first
+            # the handshake carries the step before the next one to send: a
+            # switch takes a flow's newest step from any packet it tags, and
+            # a SYN tagged with step 0 told it that a straggler which had sent
+            # nothing had reached step 0, so its frontier moved a step early
+            # and Symphony marked the leading flows a step late
+            before = self._next_step() - 1
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos_for_step(before))
+            self._tos_step = before
             s.bind((self.ip, 0))
             err = s.connect_ex((self.succ_ip, self.data_port))
         except OSError:
@@ -300,6 +305,13 @@ class TcpTransport:
             self._next_connect = now + CONNECT_RETRY_S
             return
         self.out, self._connecting = s, True
+
+    def _next_step(self) -> int:
+        """The step this connection sends next: the queue's head, else the
+        one after the last tagged (0 before any)."""
+        if self._queue:
+            return self._queue[0][0]
+        return self._tos_step + 1 if self._tos_step is not None else 0
 
     def _connected(self, now: float) -> None:
         err = self.out.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
@@ -449,7 +461,7 @@ class TcpTransport:
 
     def _rate_changed(self) -> None:
         rp = self.rp
-        self.log("rate", self._tos_step or 0, rc=rp.rate_bps, rt=rp.target_bps, alpha=rp.alpha)
+        self.log("rate", max(self._tos_step or 0, 0), rc=rp.rate_bps, rt=rp.target_bps, alpha=rp.alpha)
         self._apply_rate()
 
     def _apply_rate(self) -> None:

@@ -58,6 +58,7 @@ def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 ETH_P_IP = 0x0800
 ECN_MASK = 0b11
+TCP_SYN = 0x02
 TCP_ECE = 0x40
 TCP_CWR = 0x80
 
@@ -151,6 +152,8 @@ class Marker:
             # CWR on the sender's next segment
             fl["ece"] += bool(info["tcp_flags"] & TCP_ECE)
             fl["cwr"] += bool(info["tcp_flags"] & TCP_CWR)
+            if info["tcp_flags"] & TCP_SYN and "syn_dscp" not in fl:
+                fl["syn_dscp"] = info["dscp"]       # the handshake's tag (a switch reads it too)
         if info["proto"] == 6 and info["payload"] > 0:
             seq = fl["dscp_seq"]
             if not seq or seq[-1] != info["dscp"]:

@@ -54,6 +54,9 @@ def test_allreduce_over_tcp_is_exact_and_dscp_carries_the_step(tmp_path):
         flow = stats["flows"][f"{ips[r]}>{ips[(r + 1) % n]}/6/6000"]
         # every data segment of the edge carried its step's tag, steps in order
         assert flow["dscp_seq"] == [tag_dscp(s) for s in range(steps)], flow["dscp_seq"]
+        # the handshake carries the step before the first: a switch that read
+        # step 0 off a SYN would count a flow that has sent nothing as started
+        assert flow["syn_dscp"] == tag_dscp(-1)
         assert flow["ect"] > 0            # ECN negotiated: data segments are ECT
         assert flow["marked"] > 0         # and the marker's CE reached them
         # the kernels reacted: the receiver echoed ECE, the sender answered CWR
@@ -62,7 +65,7 @@ def test_allreduce_over_tcp_is_exact_and_dscp_carries_the_step(tmp_path):
         assert sum(f["ece"] for f in acks) > 0 and flow["cwr"] > 0
         counters = [e for e in logs[r] if e["kind"] == "stats"][-1]["counters"]
         assert counters["ecn_sysctl"] == 1 and counters["ecn_negotiated"] == 1
-        assert counters["tos_changes"] == steps - 1
+        assert counters["tos_changes"] == steps      # one per step, the first from the handshake's tag
         # a congestion control that reacts to ECE, whatever the namespace's
         # default (bbr ignores it); DCQCN off: no CNPs, no pacing of ours
         assert counters[f"cc_{CONGESTION_CONTROL.decode()}"] == 1
