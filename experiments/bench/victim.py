@@ -1,11 +1,12 @@
 """Symphony's effect wherever it exists, in the deployment's regime (issue 22's targets):
-sudo python3 -m experiments.bench.victim [--scenario NAME ...] [--all] [--family] [--repeats N]
+sudo python3 -m experiments.bench.victim [--scenario NAME ...] [--config PATH ...] [--all] [--family] [--repeats N]
         [--scale auto|K|none] [--target soft|bmv2] [--out DIR] [--json FILE] [--no-report]
 python3 -m experiments.bench.victim --batch EXP_DIR/<stamp>-summary.json ...   (figures of batches already run)
 
 Runs each scenario (a shipped config, experiments/configs/<name>.toml, or
 one of the family written for this bench and never tuned to it,
-experiments/bench/family/<name>.toml; default the demo's, victim_straggle8)
+experiments/bench/family/<name>.toml, or any config by its path with
+--config; default the demo's, victim_straggle8)
 for --repeats repeats of both variants as `experiments run --scale auto`
 does (experiments.cli_run: the oracle on the schedules the runs applied,
 the simulation at the config's rates and at the deployment's scale, the
@@ -245,10 +246,10 @@ def config_of(name: str) -> Path:
     return FAMILY / f"{name}.toml" if name in FAMILY_NAMES else CONFIGS / f"{name}.toml"
 
 
-def run_scenario(name: str, args) -> Path:
+def run_scenario(config: Path, args) -> Path:
     """One batch of a scenario, as `experiments run --scale ...` makes it
     (with the simulation's predictions); its stamped summary."""
-    points = C.load_points(config_of(name), repeat=args.repeats, seed=None, sweep=False, machine=True)
+    points = C.load_points(config, repeat=args.repeats, seed=None, sweep=False, machine=True)
     run_args = SimpleNamespace(out=args.out, target=args.target, fail_fast=False, no_report=args.no_report,
                                no_sim=False, deployment=False, coarse=1,
                                scale=None if args.scale == "none" else args.scale)
@@ -261,6 +262,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m experiments.bench.victim", description=__doc__.split("\n")[0])
     ap.add_argument("--scenario", action="append", default=[], choices=SHIPPED + FAMILY_NAMES,
                     help=f"a scenario to run (repeatable; default {DEMO})")
+    ap.add_argument("--config", action="append", default=[], type=Path, metavar="PATH",
+                    help="a scenario of your own, by its config's path (repeatable)")
     ap.add_argument("--all", action="store_true", help="every shipped scenario")
     ap.add_argument("--family", action="store_true", help="every scenario of the untuned family")
     ap.add_argument("--scale", default="auto", help="K, auto (default: the smallest K in regime) or none")
@@ -276,16 +279,24 @@ def main(argv=None) -> int:
         ap.error("--repeats must be >= 1")
     summaries = list(args.batch)
     if not summaries:
+        names = [*(SHIPPED if args.all else ()), *(FAMILY_NAMES if args.family else ()), *args.scenario]
+        configs = [config_of(n) for n in names] + args.config or [config_of(DEMO)]
+        missing = next((p for p in configs if not p.is_file()), None)
+        if missing is not None:
+            print(f"experiments.bench.victim: {missing}: no such config file", file=sys.stderr)
+            return exits.USAGE
         if os.geteuid() != 0:
             print("experiments.bench.victim: needs root (Mininet, raw sockets): run it with sudo", file=sys.stderr)
             return exits.USAGE
-        names = [*(SHIPPED if args.all else ()), *(FAMILY_NAMES if args.family else ()), *args.scenario]
-        for name in names or [DEMO]:
+        for config in configs:
             try:
-                summaries.append(run_scenario(name, args))
+                summaries.append(run_scenario(config, args))
             except Refused as e:
-                print(f"experiments.bench.victim: {name}: {e}", file=sys.stderr)
+                print(f"experiments.bench.victim: {config}: {e}", file=sys.stderr)
                 return e.code
+            except C.ConfigError as e:
+                print(f"experiments.bench.victim: {config}: config error: {e}", file=sys.stderr)
+                return exits.USAGE
     results = []
     for path in summaries:
         try:

@@ -125,3 +125,21 @@ def test_a_batch_without_figures_is_one_line_and_exit_2(tmp_path, capsys, conten
     assert main(["--batch", str(path)]) == exits.USAGE
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0], err
+
+
+def test_a_scenario_of_ones_own_that_is_not_there_is_one_line_and_exit_2(tmp_path, capsys):
+    missing = tmp_path / "mine.toml"
+    assert main(["--config", str(missing)]) == exits.USAGE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"experiments.bench.victim: {missing}: no such config file"]
+
+
+@pytest.mark.root
+def test_a_bad_scenario_of_ones_own_is_refused_before_any_run(tmp_path, capsys):
+    bad = tmp_path / "mine.toml"
+    bad.write_text('[topology]\nkind = "ring"\nhosts = 4\nhost_rate_mbit = 10\n'
+                   '[[jobs]]\nranks = 4\nmessage_bytes = 400\niterations = 1\n')
+    assert main(["--config", str(bad), "--out", str(tmp_path / "out")]) == exits.USAGE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"experiments.bench.victim: {bad}: config error: topology.kind")
+    assert not (tmp_path / "out").exists()
