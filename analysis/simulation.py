@@ -71,7 +71,8 @@ def verdict(jobs: dict[str, dict[str, Any]], regime_verdicts: dict[str, dict[str
             lines.append(f"job {job}: the simulation gives {here:+.1f} % at the config's own scale and "
                          f"{there:+.1f} % at the deployment's: unscaled, the emulation could not answer for a "
                          f"real cluster; this batch ran at K = {scale:g} (its regime verdict says whether that "
-                         f"is in the deployment's regime)")
+                         f"is in the deployment's regime by its ratios; `experiments check CONFIG --confirm` "
+                         f"simulates that K against the deployment's scale)")
             continue
         line = (f"job {job}: the simulation gives {here:+.1f} % at the config's rates and {there:+.1f} % at the "
                 f"deployment's scale: the emulation at this scale cannot answer for a real cluster")
