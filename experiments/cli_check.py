@@ -18,7 +18,7 @@ from experiments import config as C
 from experiments.cli_common import Refused, load
 from experiments.cli_model import MODEL_ERRORS, planned_schedules
 from experiments.config.machine import agents_memory_bytes, emulation_refusal
-from experiments.config.regime import PACKET_BUDGET_PPS, auto_scale, data_packets, wall_time_s
+from experiments.config.regime import PACKET_BUDGET_PPS, AutoScale, auto_scale, data_packets, wall_time_s
 from experiments.config.scale import Scaling, scale
 from experiments.oracle.scenario import predict_repeats
 from experiments.sim import confirm as CF
@@ -40,11 +40,10 @@ def targets(spec: C.ExperimentSpec) -> str:
     return line
 
 
-def scale_advice(spec: C.ExperimentSpec) -> list[str]:
-    """`run --scale auto`'s K, the agents' memory at that K and the batch's
-    expected wall time (the oracle's timeline of the scaled scenario, every
-    repeat and variant, plus each run's set-up)."""
-    auto = auto_scale(spec)
+def scale_advice(spec: C.ExperimentSpec, auto: AutoScale) -> list[str]:
+    """`run --scale auto`'s K (auto), the agents' memory at that K and the
+    batch's expected wall time (the oracle's timeline of the scaled
+    scenario, every repeat and variant, plus each run's set-up)."""
     lines = [auto.describe()]
     scaled = scale(spec, Scaling(auto.k))
     load = ""
@@ -70,14 +69,13 @@ def say(line: str) -> None:
     print(f"{NOTE}{line}", file=sys.stderr, flush=True)
 
 
-def confirm_scale(spec: C.ExperimentSpec, up_to: float | None, out: Path) -> None:
-    """--confirm: the simulation at --scale auto's K and above against the
-    deployment's, one line per K and the conclusion (experiments.sim.confirm)."""
+def confirm_scale(spec: C.ExperimentSpec, k: float, up_to: float | None, out: Path) -> None:
+    """--confirm: the simulation at --scale auto's K (k) and above against
+    the deployment's, one line per K and the conclusion (experiments.sim.confirm)."""
     why = refusal(spec)
     if why:
         say(f"--confirm: no simulation: {why}")
         return
-    k = auto_scale(spec).k
     top = up_to if up_to is not None else 3 * k
     if top < k:
         raise ValueError(f"--confirm-up-to {top:g} is below --scale auto's K = {k:g}")
@@ -96,11 +94,12 @@ def main(args) -> int:
         raise Refused(f"--confirm-up-to must be a positive K, got {args.confirm_up_to:g}")
     for _, spec in load(args, machine=True):
         print(tomli_w.dumps(spec.as_dict()), end="")
-        for line in [targets(spec), *scale_advice(spec)]:
+        auto = auto_scale(spec)
+        for line in [targets(spec), *scale_advice(spec, auto)]:
             say(line)
         if args.confirm:
             try:
-                confirm_scale(spec, args.confirm_up_to, args.out)
+                confirm_scale(spec, auto.k, args.confirm_up_to, args.out)
             except ValueError as exc:
                 raise Refused(str(exc)) from None
     return exits.OK
