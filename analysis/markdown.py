@@ -12,6 +12,7 @@ from typing import Any
 from analysis import metrics as m
 from analysis.oracle import CAPTURE_MIN_PCT
 from analysis.regime import RECOVERED, REGIME_FACTOR, describe
+from analysis.simulation import CONFIG_SCALE, DEPLOYMENT_SCALE
 
 
 def _f(x: Any, fmt: str = "{:.3f}") -> str:
@@ -175,7 +176,7 @@ def _sim_markdown(summary: dict[str, Any]) -> list[str]:
              "|---|---|---|---|---|---|---|---|"]
     for job, row in summary["jobs"].items():
         sim = row.get("sim") or {}
-        c, d = sim.get("config") or {}, sim.get("deployment") or {}
+        c, d = sim.get(CONFIG_SCALE) or {}, sim.get(DEPLOYMENT_SCALE) or {}
         lines.append(f"| {job} | {_pct(row['cct_change_pct'])} | {_f(c.get('baseline_cct_s'), '{:.4f}')} "
                      f"| {_f(c.get('symphony_cct_s'), '{:.4f}')} | {_pct(c.get('cct_change_pct'))} "
                      f"| {_f(d.get('baseline_cct_s'), '{:.4f}')} | {_f(d.get('symphony_cct_s'), '{:.4f}')} "
@@ -204,7 +205,7 @@ def _regime_verdict_markdown(summary: dict[str, Any]) -> list[str]:
     for job, v in known.items():
         line = f"- job {job}: {describe(v)}"
         if not v["in_regime"]:
-            dep = ((summary["jobs"].get(job) or {}).get("sim") or {}).get("deployment") or {}
+            dep = ((summary["jobs"].get(job) or {}).get("sim") or {}).get(DEPLOYMENT_SCALE) or {}
             line += (". **Its measured change is this emulation's at this scale, not the scenario's answer**"
                      + (f"; at the deployment's scale the simulation gives {_pct(dep.get('cct_change_pct'))}"
                         if dep.get("cct_change_pct") is not None else ""))

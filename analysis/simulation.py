@@ -31,7 +31,8 @@ from analysis.records import batch_file, read_document
 
 SCHEMA = "symphony-sim/1"
 FILE_SUFFIX = "-sim.json"
-SCALES = ("config", "deployment")
+CONFIG_SCALE, DEPLOYMENT_SCALE = "config", "deployment"
+SCALES = (CONFIG_SCALE, DEPLOYMENT_SCALE)
 AGREE_POINTS = 5.0           # the two scales agree on a job's change within this many points
 
 
@@ -63,8 +64,8 @@ def verdict(jobs: dict[str, dict[str, Any]], regime_verdicts: dict[str, dict[str
     that of the config and leaves this batch to its regime verdict."""
     lines = []
     for job, scales in jobs.items():
-        here = (scales.get("config") or {}).get("cct_change_pct")
-        there = (scales.get("deployment") or {}).get("cct_change_pct")
+        here = (scales.get(CONFIG_SCALE) or {}).get("cct_change_pct")
+        there = (scales.get(DEPLOYMENT_SCALE) or {}).get("cct_change_pct")
         if here is None or there is None or abs(here - there) <= AGREE_POINTS:
             continue
         if scale != 1.0:

@@ -26,6 +26,7 @@ from analysis.regime import describe as rg_describe
 from analysis.regime import verdict as rg_verdict
 from analysis.regime import verdict_ratios as rg_verdict_ratios
 from analysis.report import analyse_run, summarise, write_report
+from analysis.simulation import CONFIG_SCALE, DEPLOYMENT_SCALE
 from analysis.simulation import FILE_SUFFIX as SIM_SUFFIX
 from analysis.simulation import SCALES as SIM_SCALES
 from analysis.simulation import SCHEMA as SIM_SCHEMA
@@ -245,7 +246,7 @@ def regime_lines(summ: dict) -> list[str]:
             continue
         line = f"job {job}: {rg_describe(v)}"
         if not v["in_regime"]:
-            dep = (((summ.get("jobs") or {}).get(job) or {}).get("sim") or {}).get("deployment") or {}
+            dep = (((summ.get("jobs") or {}).get(job) or {}).get("sim") or {}).get(DEPLOYMENT_SCALE) or {}
             line += ("; its measured change is this emulation's at this scale, not the scenario's answer"
                      + (f"; at the deployment's scale the simulation gives {dep['cct_change_pct']:+.1f} %"
                         if dep.get("cct_change_pct") is not None else ""))
@@ -280,8 +281,8 @@ def jobs_table(jobs: dict, indent: str = "") -> str:
                      fmt(row["cct_change_pct"], "{:+.1f}"), fmt(o.get("baseline_cct_s")),
                      fmt(o.get("symphony_cct_s")), fmt(o.get("cct_change_pct"), "{:+.1f}"), fmt(o.get("bound_s")),
                      fmt(row["captured"], "{:.2f}"), fmt(row["efficiency"], "{:.2f}"),
-                     fmt((sim.get("config") or {}).get("cct_change_pct"), "{:+.1f}"),
-                     fmt((sim.get("deployment") or {}).get("cct_change_pct"), "{:+.1f}")))
+                     fmt((sim.get(CONFIG_SCALE) or {}).get("cct_change_pct"), "{:+.1f}"),
+                     fmt((sim.get(DEPLOYMENT_SCALE) or {}).get("cct_change_pct"), "{:+.1f}")))
     return align(rows, indent)
 
 

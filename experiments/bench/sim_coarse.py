@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from analysis.simulation import DEPLOYMENT_SCALE
 from experiments import config as C
 from experiments.config.scale import deployment_scaling, scale
 from experiments.sim.predict import SIM_CACHE, Task, run_cached
@@ -52,7 +53,7 @@ def changes(spec: C.ExperimentSpec, coarse: int, repeats: int, cache: Path) -> t
     for rep in range(1, repeats + 1):
         for variant in ("baseline", "symphony"):
             t = time.process_time()
-            r = run_cached(Task("deployment", rep, variant, scaled, sc, VIA_TWIN), cache)
+            r = run_cached(Task(DEPLOYMENT_SCALE, rep, variant, scaled, sc, VIA_TWIN), cache)
             cpu = time.process_time() - t
             work["cpu_s"] += cpu
             work["cached"] += bool(r.get("cached"))

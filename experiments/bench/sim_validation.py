@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+from analysis.simulation import CONFIG_SCALE
 from experiments import config as C
 from experiments.cli_run import run_points
 from experiments.sim.predict import SIM_CACHE, predict
@@ -51,7 +52,7 @@ def batch(spec: C.ExperimentSpec, target: str, out: Path) -> tuple[dict, list[Ru
 def compare(spec: C.ExperimentSpec, target: str, summ: dict, sim: dict) -> list[dict]:
     rows = []
     for job, row in summ["jobs"].items():
-        s = sim["scales"]["config"]["jobs"].get(job) or {}
+        s = sim["scales"][CONFIG_SCALE]["jobs"].get(job) or {}
         base, sbase = row.get("baseline_cct_s"), s.get("baseline_cct_s")
         change, schange = row.get("cct_change_pct"), s.get("cct_change_pct")
         rows.append({"config": spec.name, "target": target, "job": job,
@@ -97,7 +98,7 @@ def main(argv=None) -> int:
             out = args.out / target
             summ, results = batch(spec, target, out)
             repeats = sorted({r.repeat for r in results})
-            sim = predict(spec, repeats, runs_via(results), args.out / SIM_CACHE, scales=("config",))
+            sim = predict(spec, repeats, runs_via(results), args.out / SIM_CACHE, scales=(CONFIG_SCALE,))
             for r in compare(spec, target, summ, sim):
                 rows.append(r)
                 print(line(r), flush=True)

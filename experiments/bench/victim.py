@@ -49,6 +49,7 @@ from analysis.oracle import captured
 from analysis.records import load_run
 from analysis.regime import describe as rg_describe
 from analysis.report import analyse_run, paired
+from analysis.simulation import DEPLOYMENT_SCALE
 from contract import exits
 from experiments import config as C
 from experiments.cli_common import Refused
@@ -124,7 +125,7 @@ def job_figures(summ: dict, means: dict[str, dict[str, list[float]]]) -> dict[st
         se = (math.sqrt(sb ** 2 / len(b) + ss ** 2 / len(s)) / base * 100
               if sb is not None and ss is not None and base else None)
         o = row.get("oracle") or {}
-        dep = ((row.get("sim") or {}).get("deployment") or {}).get("cct_change_pct")
+        dep = ((row.get("sim") or {}).get(DEPLOYMENT_SCALE) or {}).get("cct_change_pct")
         ochange = o.get("cct_change_pct")
         out[job] = {**{k: row.get(k) for k in ("baseline_cct_s", "symphony_cct_s", "cct_change_pct", "captured",
                                                "efficiency")},

@@ -21,13 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.simulation import AGREE_POINTS
+from analysis.simulation import AGREE_POINTS, DEPLOYMENT_SCALE
 from experiments.config import ExperimentSpec
 from experiments.config.regime import LADDER
 from experiments.config.scale import Scaling, scale
 from experiments.sim.predict import PREDICTION_COARSE, Task, job_changes, run_all, tasks
-
-DEPLOYMENT = "deployment"
 
 
 @dataclass(frozen=True)
@@ -83,9 +81,9 @@ def confirm(spec: ExperimentSpec, start_k: float, up_to: float, via: str, cache:
     """The deployment's changes, then each rung's, until one agrees (module
     docstring).  on_rung(the confirmation so far) once the deployment's
     changes are known and after each rung."""
-    dep = tasks(spec, [repeat], via, coarse, (DEPLOYMENT,))
+    dep = tasks(spec, [repeat], via, coarse, (DEPLOYMENT_SCALE,))
     done = run_all(dep, cache, progress=progress)
-    deployment = _changes(dep, done, DEPLOYMENT)
+    deployment = _changes(dep, done, DEPLOYMENT_SCALE)
     errors = _errors(dep, done)
     rungs: list[Rung] = []
     on_rung(Confirmation(deployment, (), errors))

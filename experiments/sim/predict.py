@@ -28,6 +28,7 @@ from statistics import mean
 
 from analysis.metrics import run_metrics
 from analysis.records import load_run
+from analysis.simulation import CONFIG_SCALE, DEPLOYMENT_SCALE, SCALES
 from experiments.config import ExperimentSpec, job_specs
 from experiments.config.scale import Scaling, deployment_scaling, scale
 from experiments.jitter import schedule as J
@@ -35,7 +36,6 @@ from experiments.plan import run_plan, wall_deadline_s
 from experiments.sim.run import run_sim
 from experiments.supervise import RunFailed, RunResult
 
-SCALES = ("config", "deployment")
 SIM_CACHE = ".sim-cache"         # under the results root (--out): the figures, by what decides them
 # the deployment's packets per simulated packet in a batch's prediction:
 # within 0.8 points of 16 as one on every shipped config measured (64: up to 7
@@ -60,7 +60,7 @@ def source_digest() -> str:
 
 @dataclass(frozen=True, eq=False)      # a task is itself (its spec holds unhashable parts)
 class Task:
-    scale: str                  # "config" | "deployment"
+    scale: str                  # CONFIG_SCALE | DEPLOYMENT_SCALE
     repeat: int
     variant: str
     spec: ExperimentSpec        # scaled
@@ -141,7 +141,7 @@ def tasks(spec: ExperimentSpec, repeats: list[int], via: str, coarse: int = PRED
           scales: tuple[str, ...] = SCALES) -> list[Task]:
     """Every (scale, repeat, variant) of a batch's prediction."""
     dep = deployment_scaling(spec, coarse)
-    scaled = {"config": (spec, None), "deployment": (scale(spec, dep), dep)}
+    scaled = {CONFIG_SCALE: (spec, None), DEPLOYMENT_SCALE: (scale(spec, dep), dep)}
     return [Task(name, rep, v, *scaled[name], via) for name in scales for rep in repeats for v in spec.variants]
 
 
@@ -194,7 +194,7 @@ def job_changes(todo: list[Task], results: dict[Task, dict], name: str) -> dict[
 
 def summarise(spec: ExperimentSpec, todo: list[Task], results: dict[Task, dict]) -> dict:
     scales: dict[str, dict] = {name: {"jobs": job_changes(todo, results, name)} for name in SCALES}
-    scales["deployment"]["coarse"] = next((t.scaling.coarse for t in todo if t.scaling), None)
+    scales[DEPLOYMENT_SCALE]["coarse"] = next((t.scaling.coarse for t in todo if t.scaling), None)
     runs = [{"scale": t.scale, "repeat": t.repeat, "variant": t.variant, "cached": results[t].get("cached", False),
              **({"error": results[t]["error"]} if "error" in results[t] else {}),
              **{k: results[t].get("sim", {}).get(k) for k in ("wall_s", "frames", "events")}} for t in todo
