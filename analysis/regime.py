@@ -7,7 +7,8 @@ job's parameters beside the runs, ``<experiment dir>/<stamp>-regime.json``
 (schema ``symphony-regime/1``, experiments/summary.py ``regime_document``):
 
     {"schema", "experiment", "stamp",
-     "targets": {ratio: the deployment's value}  (hosts.dcqcn.regime_targets),
+     "targets": {ratio: the deployment's value for the scenario's step}
+                (hosts.dcqcn.regime_targets),
      "labels": {ratio: what it is}               (hosts.dcqcn.RATIO_LABELS),
      "jobs": {"<id>": {"preset", "line_rate_bps", "step_s" (the step the
               timers derive from), "line_step_s" (the job's step at line
@@ -19,7 +20,10 @@ job's parameters beside the runs, ``<experiment dir>/<stamp>-regime.json``
               not kept], "kmin_pkts", "kmax_pkts", "frame_bytes",
               "base_rtt_s" (the base RTT of the job's slowest ring edge
               as the network has it: every link's frame time and delay, a
-              data frame out, an ACK back)}
+              data frame out, an ACK back), "targets": {ratio: the job's
+              own in the deployment, its step there "deployment_step_s"
+              as much shorter than the deployment's step as its
+              line_step_s is than the scenario's}}
               or null (no DCQCN: preset off, TCP)}}
 
 Measured here from the records (``measure``; each run's metrics.json holds
@@ -225,10 +229,10 @@ def table(by_variant: dict[str, dict[str, dict[str, Any]]], doc: dict[str, Any] 
     row: job, quantity, unit ("ms" or "ratio"), {variant: value}, design,
     target."""
     jobs = job_order(set().union(*(set(v) for v in by_variant.values())) if by_variant else set())
-    targets = (doc or {}).get("targets") or {}
     rows = []
     for job in jobs:
         jdoc = ((doc or {}).get("jobs") or {}).get(job)
+        targets = job_targets(doc, job)
         design = (jdoc or {}).get("design") or {}
         m = {v: s.get(job) or {} for v, s in by_variant.items()}
         r = {v: ratios(x, jdoc) for v, x in m.items()}
@@ -237,7 +241,7 @@ def table(by_variant: dict[str, dict[str, dict[str, Any]]], doc: dict[str, Any] 
             rows.append({"job": job, "quantity": quantity, "unit": unit, "measured": values,
                          "design": design_value, "target": target})
         row("step time", "ms", {v: x.get("step_s") for v, x in m.items()}, (jdoc or {}).get("step_s"),
-            (doc or {}).get("deployment_step_s"))
+            (jdoc or {}).get("deployment_step_s") or (doc or {}).get("deployment_step_s"))
         row("RTT (median of the senders' minima)", "ms", {v: x.get("rtt_min_s") for v, x in m.items()}, None,
             (doc or {}).get("deployment_rtt_s"))
         row("RTT (mean of all samples)", "ms", {v: x.get("rtt_mean_s") for v, x in m.items()})
@@ -309,16 +313,23 @@ def verdict(values: dict[str, float], targets: dict[str, float]) -> dict[str, An
     return {"in_regime": not off, "off": off}
 
 
+def job_targets(doc: dict[str, Any] | None, job: str) -> dict[str, float]:
+    """The ratios a job is held to: its own in the deployment (a job with
+    shorter steps than its scenario's has more RTTs per step there too),
+    else, in a document written before jobs had their own, the deployment's."""
+    jdoc = ((doc or {}).get("jobs") or {}).get(job) or {}
+    return jdoc.get("targets") or (doc or {}).get("targets") or {}
+
+
 def job_verdicts(by_variant: dict[str, dict[str, dict[str, Any]]], doc: dict[str, Any] | None) -> dict[str, dict]:
     """Per job: the verdict on the baseline's measured figures (else the
     first variant's)."""
-    targets = (doc or {}).get("targets") or {}
     jobs_doc = (doc or {}).get("jobs") or {}
     variants = list(by_variant)
     out = {}
     for job in job_order(set().union(*(set(v) for v in by_variant.values())) if by_variant else set()):
         measured = next((by_variant[v][job] for v in ["baseline", *variants] if job in by_variant.get(v, {})), {})
-        out[job] = verdict(verdict_ratios(measured, jobs_doc.get(job)), targets)
+        out[job] = verdict(verdict_ratios(measured, jobs_doc.get(job)), job_targets(doc, job))
     return out
 
 

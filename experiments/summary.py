@@ -23,6 +23,7 @@ from analysis.records import load_run
 from analysis.regime import FILE_SUFFIX as REGIME_SUFFIX
 from analysis.regime import SCHEMA as REGIME_SCHEMA
 from analysis.regime import describe as rg_describe
+from analysis.regime import job_targets as rg_job_targets
 from analysis.regime import verdict as rg_verdict
 from analysis.regime import verdict_ratios as rg_verdict_ratios
 from analysis.report import analyse_run, summarise, write_report
@@ -34,7 +35,7 @@ from contract import exits
 from experiments import rundir as R
 from experiments.config import ExperimentSpec, derive
 from experiments.config.scale import Scaling
-from experiments.config.spec import job_specs
+from experiments.config.spec import job_specs, scenario_step_s
 from experiments.fidelity import summary_warnings
 from experiments.oracle import ModelError
 from experiments.oracle.export import document
@@ -90,12 +91,15 @@ def oracle_document(spec: ExperimentSpec, schedules: Mapping[int, list[dict]], s
     return document(spec, predict_repeats(spec, schedules), stamp)
 
 
-def job_regime(js: JobSpec, kmin_pkts: float, kmax_pkts: float, base_rtt_s: float) -> dict | None:
+def job_regime(js: JobSpec, kmin_pkts: float, kmax_pkts: float, base_rtt_s: float,
+               scenario_step: float | None = None) -> dict | None:
     """One job's DCQCN parameters as the agents build them
     (hosts.rank.rate_control), their ratios at the step time the timers
     derive from, the ECN thresholds with the frame they count and the base
-    RTT of its slowest ring edge as the network has it (derive.job_rtt_s);
-    None without DCQCN (preset off, TCP, no line rate)."""
+    RTT of its slowest ring edge as the network has it (derive.job_rtt_s),
+    and the ratios it is held to: its own in the deployment, at its step's
+    fraction of the scenario's (scenario_step); None without DCQCN (preset
+    off, TCP, no line rate)."""
     p = js.dcqcn_params
     if js.transport != "udp" or p is None:
         return None
@@ -105,13 +109,16 @@ def job_regime(js: JobSpec, kmin_pkts: float, kmax_pkts: float, base_rtt_s: floa
     drift = [n for n in design if n in targets and not math.isclose(design[n], targets[n], rel_tol=0.1)]
     # the scenario's own step (its chunk at line rate), which the deployment's targets count in
     line_step = dcqcn.step_time_s(js.message_bytes, js.n_ranks, js.line_rate_bps)
+    fraction = line_step / scenario_step if scenario_step else 1.0
     return {"preset": js.dcqcn_preset, "line_rate_bps": p.line_rate_bps, "step_s": step,
             "line_step_s": line_step, "at_line_step": dcqcn.regime_ratios(p, line_step),
             "periods": {"alpha": p.alpha_period_s, "decrease": p.decrease_period_s,
                         "increase": p.increase_period_s, "cnp": p.cnp_interval_s},
             "recovery_s": design["recovery_per_step"] * step, "climb_s": design["climb_per_step"] * step,
             "design": design, "drift": drift, "kmin_pkts": kmin_pkts, "kmax_pkts": kmax_pkts,
-            "frame_bytes": js.udp.frame_bytes, "base_rtt_s": base_rtt_s}
+            "frame_bytes": js.udp.frame_bytes, "base_rtt_s": base_rtt_s,
+            "targets": dcqcn.regime_targets(step_fraction=fraction),
+            "deployment_step_s": dcqcn.DEPLOYMENT.step_s * fraction}
 
 
 def regime_document(spec: ExperimentSpec, stamp: str) -> dict:
@@ -124,7 +131,8 @@ def regime_document(spec: ExperimentSpec, stamp: str) -> dict:
             "deployment_step_s": d.step_s, "deployment_rtt_s": d.base_rtt_s,
             "targets": dcqcn.regime_targets(), "labels": dict(dcqcn.RATIO_LABELS),
             "jobs": {str(js.job): job_regime(js, spec.ecn.kmin, spec.ecn.kmax,
-                                             derive.job_rtt_s(spec.topo, cfg.placed, js.udp.frame_bytes))
+                                             derive.job_rtt_s(spec.topo, cfg.placed, js.udp.frame_bytes),
+                                             scenario_step_s(spec))
                      for cfg, js in zip(spec.jobs, job_specs(spec, {}), strict=True)}}
 
 
@@ -232,7 +240,7 @@ def run_regime(analysed_run: dict, regime: dict | None) -> dict[str, str]:
     for job, x in (analysed_run.get("regime") or {}).items():
         measured = {"rtt_min_s": x.get("rtt_min_s"), "step_s": x.get("step_median_s")}
         jdoc = ((regime or {}).get("jobs") or {}).get(job)
-        out[job] = rg_describe(rg_verdict(rg_verdict_ratios(measured, jdoc), (regime or {}).get("targets") or {}))
+        out[job] = rg_describe(rg_verdict(rg_verdict_ratios(measured, jdoc), rg_job_targets(regime, job)))
     return out
 
 

@@ -215,11 +215,16 @@ def regime_ratios(params: DcqcnParams, step_s: float, *, rtt_s: float | None = N
     return out
 
 
-def regime_targets(deployment: Deployment = DEPLOYMENT) -> dict[str, float]:
+def regime_targets(deployment: Deployment = DEPLOYMENT, step_fraction: float = 1.0) -> dict[str, float]:
     """The declared deployment's ratios, every one of RATIO_LABELS: what the
-    emulation aims at (the `target` column of a regime table)."""
+    emulation aims at (the `target` column of a regime table).
+    step_fraction: for a job whose step at line rate is that fraction of its
+    scenario's (the largest step, which the deployment's step stands for:
+    experiments/config/scale.py), its ratios in the deployment: the same
+    timers, RTT and thresholds over a step that much shorter."""
+    _check("step_fraction", step_fraction)
     d = deployment
-    return regime_ratios(d.dcqcn, d.step_s, rtt_s=d.base_rtt_s, packet_bytes=d.packet_bytes,
+    return regime_ratios(d.dcqcn, d.step_s * step_fraction, rtt_s=d.base_rtt_s, packet_bytes=d.packet_bytes,
                          kmin_pkts=d.kmin_bytes / d.packet_bytes,
                          kmax_pkts=d.kmax_bytes / d.packet_bytes)
 

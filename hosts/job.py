@@ -42,6 +42,9 @@ MAX_CHUNK_BYTES = 2**32
 DEFAULT_PRESET = "emulation"
 # the [dcqcn] keys that are not overrides of a DcqcnParams field
 DCQCN_KEYS = ("preset", "line_rate_mbit", "step_ms", "timer_floor_ms")
+# the experiments layer hands every job its scenario's step (a chunk of a few bytes at
+# 10 Tbit/s in the simulation is nanoseconds), so the floor only refuses nonsense
+STEP_MS_MIN = 1e-9
 
 
 class JobError(ValueError):
@@ -353,7 +356,7 @@ def _dcqcn(t: dict, message_bytes: int, n_ranks: int) -> dict:
     if preset not in dcqcn.PRESET_NAMES:
         raise JobError(f"dcqcn.preset: {preset!r} is not one of {', '.join(dcqcn.PRESET_NAMES)}")
     out["preset"] = preset
-    for key, lo, hi in (("line_rate_mbit", 0.001, 1e7), ("step_ms", 0.001, 1e7),
+    for key, lo, hi in (("line_rate_mbit", 0.001, 1e7), ("step_ms", STEP_MS_MIN, 1e7),
                         ("timer_floor_ms", 0.0, 1e4)):
         value = _num(t, key, "dcqcn.", lo, hi)
         if value is not None:

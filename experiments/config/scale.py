@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
-from experiments.config.spec import ExperimentSpec, JobConfig, RunnerParams
+from experiments.config.spec import ExperimentSpec, JobConfig, RunnerParams, scenario_step_s
 from hosts import dcqcn, ring
 from hosts.dcqcn_regime import DEPLOYMENT, Deployment
 from hosts.udp.params import UdpParams
@@ -79,11 +79,11 @@ class Scaling:
 
 
 def step_s(spec: ExperimentSpec) -> float:
-    """The scenario's ring step: its largest chunk at the host line rate."""
-    rate = spec.topology.host_rate_mbit
-    if not rate:
+    """The scenario's ring step (spec.scenario_step_s), which the deployment's step stands for."""
+    step = scenario_step_s(spec)
+    if step is None:
         raise ValueError("scaling needs topology.host_rate_mbit: there is no line rate to scale from")
-    return max(dcqcn.step_time_s(j.message_bytes, j.ranks, rate * 1e6) for j in spec.jobs)
+    return step
 
 
 def deployment_scaling(spec: ExperimentSpec, coarse: int = 1, d: Deployment = DEPLOYMENT) -> Scaling:

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from experiments.config import derive
+from hosts import dcqcn
 from hosts.job import JobSpec, parse_job
 from hosts.udp.params import UdpParams
 from topologies.spec.placement import PlacedJob
@@ -116,17 +117,30 @@ def job_files(spec: ExperimentSpec, straggles: dict[int, list[dict]]) -> list[di
     return [job_file(spec, job, straggles.get(job.job, []), shares[job.job]) for job in spec.jobs]
 
 
+def scenario_step_s(spec: ExperimentSpec) -> float | None:
+    """The scenario's ring step: its largest chunk at the host line rate
+    (None without one).  The deployment's step stands for it when a
+    scenario is scaled (experiments/config/scale.py), and every job's DCQCN
+    timers derive from it: a cluster's NICs all run the same timers, so a
+    job with shorter steps spans fewer of them per step there too."""
+    rate = spec.topology.host_rate_mbit
+    if not rate:
+        return None
+    return max(dcqcn.step_time_s(j.message_bytes, j.ranks, rate * 1e6) for j in spec.jobs)
+
+
 def job_file(spec: ExperimentSpec, job: JobConfig, straggles: list[dict], share_mbit: float | None) -> dict[str, Any]:
     """A job file's content (docs/hosts.md): ranks in ring order with their
-    addresses, DCQCN from [dcqcn] with the host link rate as line rate, the
-    run's [[straggle]] entries, and where the job's share of its busiest
+    addresses, DCQCN from [dcqcn] with the host link rate as line rate and
+    the scenario's step as the step its timers derive from (unless [dcqcn]
+    names a step_ms), the run's [[straggle]] entries, and where the job's share of its busiest
     queue (share_mbit: derive.least_shares_mbit) is below the host rate and
     the config sets no deadlines, that share for them to assume."""
     d: dict[str, Any] = {
         "job": job.job, "data_port": job.data_port, "message_bytes": job.message_bytes,
         "iterations": job.iterations, "transport": job.transport, "seed": spec.seed,
         "ranks": [{"rank": r, "ip": spec.topo.host(h).ip, "host": h} for r, h in enumerate(job.hosts)],
-        "dcqcn": {"line_rate_mbit": spec.topology.host_rate_mbit, **spec.dcqcn},
+        "dcqcn": {"line_rate_mbit": spec.topology.host_rate_mbit, **_timer_step(spec), **spec.dcqcn},
     }
     udp = derived_udp(spec, job)
     if udp:
@@ -141,6 +155,11 @@ def job_file(spec: ExperimentSpec, job: JobConfig, straggles: list[dict], share_
     if straggles:
         d["straggle"] = [dict(s) for s in straggles]
     return d
+
+
+def _timer_step(spec: ExperimentSpec) -> dict[str, float]:
+    step = scenario_step_s(spec)
+    return {} if step is None else {"step_ms": step * 1e3}
 
 
 def derived_udp(spec: ExperimentSpec, job: JobConfig) -> dict[str, Any]:

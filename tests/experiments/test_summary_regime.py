@@ -43,6 +43,24 @@ def test_the_regime_file_holds_the_targets_and_each_jobs_parameters():
     json.dumps(doc)                                 # a JSON document
 
 
+def test_a_job_with_shorter_steps_is_held_to_its_own_ratios_in_the_deployment():
+    raw = {"name": "sizes", "topology": {"kind": "dumbbell", "hosts": 4, "host_rate_mbit": 20},
+           "jobs": [{"ranks": 2, "hosts": ["h1", "h3"], "message_bytes": 400_000, "iterations": 1},
+                    {"ranks": 2, "hosts": ["h2", "h4"], "message_bytes": 100_000, "iterations": 1}]}
+    doc = SU.regime_document(C.resolve(raw), "20990101T000000Z")
+    large, small = doc["jobs"]["1"], doc["jobs"]["2"]
+    assert large["targets"] == pytest.approx(doc["targets"]) and large["deployment_step_s"] == pytest.approx(0.01)
+    # a quarter of the scenario's step: four times the RTTs per step, a quarter of the periods
+    assert small["deployment_step_s"] == pytest.approx(0.0025)
+    assert small["targets"]["rtt_per_step"] == pytest.approx(4 * doc["targets"]["rtt_per_step"])
+    assert small["targets"]["step_per_decrease_period"] == pytest.approx(doc["targets"]["step_per_decrease_period"] / 4)
+    # and the same timers as the large job: those of the scenario's step
+    assert small["step_s"] == large["step_s"] and small["periods"] == large["periods"]
+    measured = {"rtt_min_s": small["base_rtt_s"], "step_s": small["line_step_s"]}
+    assert rg.job_verdicts({"baseline": {"2": measured}}, doc)["2"] == rg.verdict(
+        rg.verdict_ratios(measured, small), small["targets"])
+
+
 def test_analysis_counts_a_recovery_as_hosts_does():
     assert rg.RECOVERED == RECOVERED_FRACTION
 

@@ -146,6 +146,19 @@ def test_the_climb_is_much_faster_than_with_periods_stretched_alone():
 
 # --- the ratios -------------------------------------------------------------------
 
+def test_a_job_with_a_fraction_of_the_scenarios_step_has_the_deployments_ratios_at_that_step():
+    full, quarter = regime_targets(), regime_targets(step_fraction=0.25)
+    assert quarter == pytest.approx(regime_ratios(DEPLOYMENT.dcqcn, DEPLOYMENT.step_s / 4, rtt_s=DEPLOYMENT.base_rtt_s,
+                                                  packet_bytes=DEPLOYMENT.packet_bytes,
+                                                  kmin_pkts=DEPLOYMENT.kmin_bytes / DEPLOYMENT.packet_bytes,
+                                                  kmax_pkts=DEPLOYMENT.kmax_bytes / DEPLOYMENT.packet_bytes))
+    assert quarter["rtt_per_step"] == pytest.approx(4 * full["rtt_per_step"])
+    assert quarter["step_per_alpha_period"] == pytest.approx(full["step_per_alpha_period"] / 4)
+    assert quarter["kmin_per_bdp"] == pytest.approx(full["kmin_per_bdp"])
+    with pytest.raises(ValueError, match="step_fraction"):
+        regime_targets(step_fraction=0)
+
+
 def test_ratios_of_network_figures():
     p = derive(DEMO_LINE, 0.02).params
     r = regime_ratios(p, 0.02, rtt_s=1e-3, kmin_pkts=5, kmax_pkts=20, packet_bytes=1462)

@@ -2,9 +2,11 @@
 
 import tomllib
 
+import pytest
 import tomli_w
 
 from experiments import config as C
+from hosts import dcqcn
 from hosts.job import JobSpec, RankSpec, Straggle
 
 
@@ -34,7 +36,9 @@ def test_job_specs_ring_order_addresses_line_rate_and_straggles(base):
     assert isinstance(job, JobSpec) and job.job == 1 and job.data_port == 5000 and job.seed == 1
     assert job.ranks == (RankSpec(0, "10.0.0.1", "h1"), RankSpec(1, "10.0.0.3", "h3"),
                          RankSpec(2, "10.0.0.2", "h2"), RankSpec(3, "10.0.0.4", "h4"))
-    assert job.dcqcn == {"preset": "emulation", "line_rate_mbit": 20.0}
+    # one job: the scenario's step is its own (chunk bits at the line rate); its timers derive from it
+    own_step_ms = dcqcn.step_time_s(job.message_bytes, job.n_ranks, 20e6) * 1e3
+    assert job.dcqcn == {"preset": "emulation", "line_rate_mbit": 20.0, "step_ms": pytest.approx(own_step_ms)}
     assert job.straggle == (Straggle(1, 0, 0.5),)
     assert C.job_specs(spec, {})[0].straggle == ()
 
