@@ -18,7 +18,7 @@ from experiments import config as C
 from experiments.cli_common import Refused, load
 from experiments.cli_model import MODEL_ERRORS, planned_schedules
 from experiments.config.machine import agents_memory_bytes, emulation_refusal
-from experiments.config.regime import PACKET_BUDGET_PPS, AutoScale, auto_scale, data_packets, wall_time_s
+from experiments.config.regime import AutoScale, auto_scale, budget_words, data_packets, wall_time_s
 from experiments.config.scale import Scaling, scale
 from experiments.oracle.scenario import predict_repeats
 from experiments.sim import confirm as CF
@@ -53,10 +53,9 @@ def scale_advice(spec: C.ExperimentSpec, auto: AutoScale) -> list[str]:
         wall = wall_time_s(end, spec.repeats * len(spec.variants))
         when = f"{wall / 60:.1f} min" if wall < 3600 else f"{wall / 3600:.1f} h"
         pps = data_packets(scaled) / end
-        load = (f"; its agents send about {pps:,.0f} data packets/s, "
-                + ("within" if pps <= PACKET_BUDGET_PPS else "over")
-                + f" this machine's budget of {PACKET_BUDGET_PPS:,} on the soft target (the most the fidelity "
-                "monitors find ok on 2 cores; BMv2 carries less: experiments/README.md, \"Fidelity at scale\")")
+        load = (f"; its agents send about {pps:,.0f} data packets/s: {budget_words(pps)} (this machine's "
+                "budgets: the most the fidelity monitors find ok on 2 cores, experiments/README.md, "
+                "\"Fidelity at scale\")")
     except MODEL_ERRORS as exc:
         when = f"unknown (the oracle: {exc})"
     lines.append(f"at K = {auto.k:g}: the agents hold {agents_memory_bytes(scaled) / 1e9:.2f} GB at once; a batch of "

@@ -121,11 +121,24 @@ def wall_time_s(oracle_end_s: float, runs: int, per_run_s: float = 10.0) -> floa
     return runs * (oracle_end_s + per_run_s) if math.isfinite(oracle_end_s) else math.inf
 
 
-# What this machine carries with every fidelity check ok (experiments/README.md,
-# "Fidelity at scale"): data packets per second from all agents together, on
-# 2 cores: 8 ranks at 10 Mbit/s with 1400-byte packets (7,100/s) were ok, 16
-# (14,300/s) were not; with 4 KB packets 16 ranks (4,900/s) were.
-PACKET_BUDGET_PPS = 10_000
+# What this machine carries with every fidelity check ok, per emulation
+# target (experiments/README.md, "Fidelity at scale";
+# experiments/bench/fidelity.py): data packets per second from all agents
+# together, on 2 cores.  Soft: 8 ranks at 10 Mbit/s with 1400-byte packets
+# (7,100/s) were ok, 16 (14,300/s) were not; with 4 KB packets 16 ranks
+# (4,900/s) were.  BMv2 (simple_switch 1.15.5, built -O2; 2026-11-27): 4 ranks
+# at 2.5 Mbit/s (839/s) were ok at 0.93 of the bandwidth bound, 8 ranks at
+# 2.5 (1,154/s) were not (0.64), and at 10 Mbit/s 4 or 8 ranks got no more
+# than 1,540-1,560/s through (0.21-0.43 of the bound).
+PACKET_BUDGET_PPS = {"soft": 10_000, "bmv2": 1_000}
+TARGET_NAMES = {"soft": "the soft target", "bmv2": "BMv2"}
+
+
+def budget_words(pps: float) -> str:
+    """Where a run's data packets per second stand against each emulation
+    target's budget, in words."""
+    return ", ".join(f"{'within' if pps <= budget else 'over'} {TARGET_NAMES[t]}'s {budget:,}"
+                     for t, budget in PACKET_BUDGET_PPS.items())
 
 
 def data_packets(spec: ExperimentSpec) -> int:
