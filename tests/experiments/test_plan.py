@@ -3,6 +3,8 @@ Symphony flows are enabled; the network's jobs carry their transport."""
 
 from dataclasses import replace
 
+import pytest
+
 from experiments import network as N
 from experiments import plan as P
 from experiments.network import build_network
@@ -18,7 +20,7 @@ def test_variants_differ_only_in_enabled(fake_spec):
     assert replace(base.symphony, enabled=True) == sym.symphony
     assert base.ecn == sym.ecn == EcnParams(kmin=3, kmax=9, pmax=0.5)
     assert base.jobs == sym.jobs                              # DCQCN, straggles, placement, seed
-    assert base.jobs[0].dcqcn == {"preset": "emulation", "line_rate_mbit": 10.0}
+    assert base.jobs[0].dcqcn == {"preset": "emulation", "line_rate_mbit": 10.0, "step_ms": pytest.approx(0.8)}
     assert base.jobs[0].straggle == (Straggle(rank=2, iter=1, delay_s=0.2),)
     assert base.schedule == sym.schedule
     assert base.topo == sym.topo and base.placed == sym.placed

@@ -20,8 +20,11 @@ from topologies.network.state import STATE_DIR, alive
 
 pytestmark = [pytest.mark.root]
 
+# The child takes SIGINT as a terminal's Ctrl-C would reach it: a suite run from a
+# background job (`cmd &` in a script) starts every process with SIGINT ignored (POSIX)
 CHILD = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from tests.harness.specs import make_net
     net = make_net("dumbbell", 2, 50, jobs=(2,), run_dir=sys.argv[1])
     with net:
