@@ -31,6 +31,10 @@ A run counts as the summary counts it (analysis.report.paired): ok, and
 its fidelity ok unless no run of the variant is, in repeats where both
 variants' runs count.  Figures, not a timed test:
 the targets are printed with what was measured, never asserted.
+
+A signal (Ctrl-C, SIGTERM) settles the batch it came in, as `experiments
+run` does, and stops the bench there: the scenarios after it are named,
+not run, and the exit code is the interrupted one.
 """
 
 from __future__ import annotations
@@ -247,16 +251,17 @@ def config_of(name: str) -> Path:
     return FAMILY / f"{name}.toml" if name in FAMILY_NAMES else CONFIGS / f"{name}.toml"
 
 
-def run_scenario(config: Path, args) -> Path:
+def run_scenario(config: Path, args) -> tuple[Path, int]:
     """One batch of a scenario, as `experiments run --scale ...` makes it
-    (with the simulation's predictions); its stamped summary."""
+    (with the simulation's predictions); its stamped summary and the
+    batch's exit code."""
     points = C.load_points(config, repeat=args.repeats, seed=None, sweep=False, machine=True)
     run_args = SimpleNamespace(out=args.out, target=args.target, fail_fast=False, no_report=args.no_report,
                                no_sim=False, deployment=False, coarse=1,
                                scale=None if args.scale == "none" else args.scale)
     stamp = claim(args.out, points)
-    run_points(run_args, scaled_points(run_args, points), stamp, scenarios=dict(points))
-    return args.out / points[0][1].name / f"{stamp}-summary.json"
+    code = run_points(run_args, scaled_points(run_args, points), stamp, scenarios=dict(points))
+    return args.out / points[0][1].name / f"{stamp}-summary.json", code
 
 
 def main(argv=None) -> int:
@@ -278,7 +283,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error("--repeats must be >= 1")
-    summaries = list(args.batch)
+    summaries, interrupted = list(args.batch), False
     if not summaries:
         names = [*(SHIPPED if args.all else ()), *(FAMILY_NAMES if args.family else ()), *args.scenario]
         configs = [config_of(n) for n in names] + args.config or [config_of(DEMO)]
@@ -291,13 +296,20 @@ def main(argv=None) -> int:
             return exits.USAGE
         for config in configs:
             try:
-                summaries.append(run_scenario(config, args))
+                summary, code = run_scenario(config, args)
             except Refused as e:
                 print(f"experiments.bench.victim: {config}: {e}", file=sys.stderr)
                 return e.code
             except C.ConfigError as e:
                 print(f"experiments.bench.victim: {config}: config error: {e}", file=sys.stderr)
                 return exits.USAGE
+            if code == exits.INTERRUPTED:       # a signal stops the bench, not only the batch it came in
+                left = configs[configs.index(config) + 1:]
+                print(f"experiments.bench.victim: interrupted in {config}"
+                      + (f"; not run: {', '.join(str(c) for c in left)}" if left else ""), file=sys.stderr)
+                interrupted = True
+                break
+            summaries.append(summary)
     results = []
     for path in summaries:
         try:
@@ -309,7 +321,7 @@ def main(argv=None) -> int:
         results.append(r)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
-    return exits.OK
+    return exits.INTERRUPTED if interrupted else exits.OK
 
 
 if __name__ == "__main__":

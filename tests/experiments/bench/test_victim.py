@@ -9,6 +9,7 @@ import math
 import pytest
 
 from contract import exits
+from experiments.bench import victim as V
 from experiments.bench.victim import job_figures, main, per_run_means, run_means, targets, victim_of
 
 
@@ -143,3 +144,26 @@ def test_a_bad_scenario_of_ones_own_is_refused_before_any_run(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"experiments.bench.victim: {bad}: config error: topology.kind")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_signal_stops_the_bench_not_only_the_batch_it_came_in(tmp_path, capsys, monkeypatch):
+    """A bench of several scenarios used to take a SIGTERM as the end of one
+    batch and go on to the next (a --family bench ran on for 45 minutes)."""
+    ran = []
+
+    def fake(config, args):
+        ran.append(config.name)
+        return tmp_path / "none-summary.json", exits.INTERRUPTED if len(ran) == 2 else exits.OK
+
+    monkeypatch.setattr(V, "run_scenario", fake)
+    monkeypatch.setattr(V.os, "geteuid", lambda: 0)
+    configs = [tmp_path / f"s{i}.toml" for i in range(3)]
+    for c in configs:
+        c.write_text("")
+    monkeypatch.setattr(V, "evaluate", lambda path: {"scenario": path.name, "summ": {}, "jobs": {}, "targets": []})
+    monkeypatch.setattr(V, "print_scenario", lambda *a: None)
+    args = [x for c in configs for x in ("--config", str(c))]
+    assert main(args) == exits.INTERRUPTED
+    assert ran == ["s0.toml", "s1.toml"]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"experiments.bench.victim: interrupted in {configs[1]}; not run: {configs[2]}"]
