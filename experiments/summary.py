@@ -35,7 +35,7 @@ from contract import exits
 from experiments import rundir as R
 from experiments.config import ExperimentSpec, derive
 from experiments.config.scale import Scaling
-from experiments.config.spec import job_specs, scenario_step_s
+from experiments.config.spec import job_specs, step_fraction
 from experiments.fidelity import summary_warnings
 from experiments.oracle import ModelError
 from experiments.oracle.export import document
@@ -92,14 +92,14 @@ def oracle_document(spec: ExperimentSpec, schedules: Mapping[int, list[dict]], s
 
 
 def job_regime(js: JobSpec, kmin_pkts: float, kmax_pkts: float, base_rtt_s: float,
-               scenario_step: float | None = None) -> dict | None:
+               fraction: float = 1.0) -> dict | None:
     """One job's DCQCN parameters as the agents build them
     (hosts.rank.rate_control), their ratios at the step time the timers
     derive from, the ECN thresholds with the frame they count and the base
     RTT of its slowest ring edge as the network has it (derive.job_rtt_s),
     and the ratios it is held to: its own in the deployment, at its step's
-    fraction of the scenario's (scenario_step); None without DCQCN (preset
-    off, TCP, no line rate)."""
+    fraction of the scenario's (spec.step_fraction); None without DCQCN
+    (preset off, TCP, no line rate)."""
     p = js.dcqcn_params
     if js.transport != "udp" or p is None:
         return None
@@ -109,7 +109,6 @@ def job_regime(js: JobSpec, kmin_pkts: float, kmax_pkts: float, base_rtt_s: floa
     drift = [n for n in design if n in targets and not math.isclose(design[n], targets[n], rel_tol=0.1)]
     # the scenario's own step (its chunk at line rate), which the deployment's targets count in
     line_step = dcqcn.step_time_s(js.message_bytes, js.n_ranks, js.line_rate_bps)
-    fraction = line_step / scenario_step if scenario_step else 1.0
     return {"preset": js.dcqcn_preset, "line_rate_bps": p.line_rate_bps, "step_s": step,
             "line_step_s": line_step, "at_line_step": dcqcn.regime_ratios(p, line_step),
             "periods": {"alpha": p.alpha_period_s, "decrease": p.decrease_period_s,
@@ -132,7 +131,7 @@ def regime_document(spec: ExperimentSpec, stamp: str) -> dict:
             "targets": dcqcn.regime_targets(), "labels": dict(dcqcn.RATIO_LABELS),
             "jobs": {str(js.job): job_regime(js, spec.ecn.kmin, spec.ecn.kmax,
                                              derive.job_rtt_s(spec.topo, cfg.placed, js.udp.frame_bytes),
-                                             scenario_step_s(spec))
+                                             step_fraction(spec, js))
                      for cfg, js in zip(spec.jobs, job_specs(spec, {}), strict=True)}}
 
 

@@ -25,7 +25,7 @@ Each job is held to its own ratios in the deployment: the scenario's step
 quarter as long runs them over a quarter as many of the same timers there,
 with four times the RTTs per step (hosts.dcqcn.regime_targets'
 step_fraction); its timers derive from the scenario's step here too
-(experiments.config.spec.scenario_step_s).
+(experiments.config.spec.scenario_step_s, step_fraction).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from analysis.regime import VERDICT_RATIOS, describe, verdict
 from experiments.config import derive
 from experiments.config.scale import Scaling, scale
-from experiments.config.spec import ExperimentSpec, job_specs, scenario_step_s
+from experiments.config.spec import ExperimentSpec, job_specs, step_fraction
 from hosts import dcqcn
 
 # the values --scale auto tries, smallest first
@@ -56,7 +56,6 @@ def predicted(spec: ExperimentSpec) -> list[JobRegime]:
     """Each UDP job's ratios as its config makes them, and the verdict on them
     (TCP jobs and jobs without DCQCN have no DCQCN ratios; their RTT per step
     is judged alone)."""
-    scenario_step = scenario_step_s(spec)
     out = []
     for cfg, js in zip(spec.jobs, job_specs(spec, {}), strict=True):
         line = js.line_rate_bps
@@ -64,7 +63,7 @@ def predicted(spec: ExperimentSpec) -> list[JobRegime]:
             continue
         rtt = derive.job_rtt_s(spec.topo, cfg.placed, js.udp.frame_bytes)
         step = dcqcn.step_time_s(js.message_bytes, js.n_ranks, line)
-        targets = dcqcn.regime_targets(step_fraction=step / scenario_step if scenario_step else 1.0)
+        targets = dcqcn.regime_targets(step_fraction=step_fraction(spec, js))
         ratios = {"rtt_per_step": rtt / step}
         p = js.dcqcn_params
         if js.transport == "udp" and p is not None:

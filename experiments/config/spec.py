@@ -129,6 +129,16 @@ def scenario_step_s(spec: ExperimentSpec) -> float | None:
     return max(dcqcn.step_time_s(j.message_bytes, j.ranks, rate * 1e6) for j in spec.jobs)
 
 
+def step_fraction(spec: ExperimentSpec, js: JobSpec) -> float:
+    """A job's step at its line rate as a fraction of the scenario's step
+    (1 without a line rate): what hosts.dcqcn.regime_targets' step_fraction
+    holds the job to."""
+    scenario = scenario_step_s(spec)
+    if not scenario or not js.line_rate_bps:
+        return 1.0
+    return dcqcn.step_time_s(js.message_bytes, js.n_ranks, js.line_rate_bps) / scenario
+
+
 def job_file(spec: ExperimentSpec, job: JobConfig, straggles: list[dict], share_mbit: float | None) -> dict[str, Any]:
     """A job file's content (docs/hosts.md): ranks in ring order with their
     addresses, DCQCN from [dcqcn] with the host link rate as line rate and
