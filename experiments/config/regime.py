@@ -74,11 +74,21 @@ def predicted(spec: ExperimentSpec) -> list[JobRegime]:
     return out
 
 
+# Where a ratio no K moves comes from: the settings --scale leaves as they
+# are (experiments/config/scale.py scales bytes and durations only).
+_TIMERS = "[dcqcn] step_ms or timer_floor_ms"
+FIXED_BY = {
+    "kmin_per_bdp": "[ecn] kmin", "kmax_per_bdp": "[ecn] kmax", "recovery_per_step": _TIMERS,
+    "step_per_alpha_period": _TIMERS, "step_per_decrease_period": _TIMERS, "step_per_increase_period": _TIMERS,
+}
+
+
 @dataclass(frozen=True)
 class AutoScale:
     k: float
     in_regime: bool
     jobs: list[JobRegime]
+    fixed: tuple[str, ...] = ()     # ratios off by the same factor at every K tried
 
     def describe(self) -> str:
         head = f"--scale auto: K = {self.k:g}"
@@ -87,7 +97,15 @@ class AutoScale:
                            "deployment's regime")
         worst = "; ".join(f"job {j.job} {describe(j.verdict)}" for j in self.jobs if not j.verdict["in_regime"])
         return (head + f": no K up to {LADDER[-1]:g} puts every job in the deployment's regime; this one comes "
-                f"closest ({worst})")
+                f"closest ({worst})" + self._fixed_words())
+
+    def _fixed_words(self) -> str:
+        if not self.fixed:
+            return ""
+        keys = sorted({FIXED_BY.get(r, "settings") for r in self.fixed})
+        return (f"; no K moves {', '.join(self.fixed)}: set by the config's {'; '.join(keys)}, which --scale "
+                "keeps (leave them out for the values derived from the deployment: experiments/README.md, "
+                "\"Config\")")
 
 
 def _worst(jobs: list[JobRegime]) -> float:
@@ -96,8 +114,10 @@ def _worst(jobs: list[JobRegime]) -> float:
 
 def auto_scale(spec: ExperimentSpec) -> AutoScale:
     """The smallest K of LADDER whose scaled scenario is predicted in regime;
-    where none is, the K whose worst ratio is closest (ties: the smallest)."""
+    where none is, the K whose worst ratio is closest (ties: the smallest),
+    naming the ratios no K moved."""
     best: tuple[float, float, list[JobRegime]] | None = None
+    tried: list[list[JobRegime]] = []
     for k in LADDER:
         try:
             jobs = predicted(scale(spec, Scaling(float(k))))
@@ -107,10 +127,22 @@ def auto_scale(spec: ExperimentSpec) -> AutoScale:
             break
         if all(j.verdict["in_regime"] for j in jobs):
             return AutoScale(float(k), True, jobs)
+        tried.append(jobs)
         worst = _worst(jobs)
         if best is None or worst < best[0] * (1 - 1e-9):
             best = (worst, float(k), jobs)
-    return AutoScale(best[1], False, best[2])
+    return AutoScale(best[1], False, best[2], _fixed(tried[0], tried[-1]))
+
+
+def _fixed(first: list[JobRegime], last: list[JobRegime]) -> tuple[str, ...]:
+    """The ratios off at the last K tried with the value they had at the first."""
+    names: list[str] = []
+    for a, b in zip(first, last, strict=True):
+        for off in b.verdict["off"]:
+            was = a.ratios.get(off["ratio"])
+            if was and math.isclose(was, off["value"], rel_tol=0.01) and off["ratio"] not in names:
+                names.append(off["ratio"])
+    return tuple(names)
 
 
 def wall_time_s(oracle_end_s: float, runs: int, per_run_s: float = 10.0) -> float:

@@ -78,3 +78,23 @@ def test_a_packet_rate_is_judged_against_each_emulation_targets_budget():
     assert budget_words(bmv2) == f"within the soft target's {soft:,}, within BMv2's {bmv2:,}"
     assert budget_words((bmv2 + soft) / 2) == f"within the soft target's {soft:,}, over BMv2's {bmv2:,}"
     assert budget_words(soft + 1) == f"over the soft target's {soft:,}, over BMv2's {bmv2:,}"
+
+
+def test_auto_names_the_ratios_no_k_moves_and_the_keys_that_set_them():
+    """A config's own ECN thresholds keep kmin/kmax per BDP where they are at
+    every K: the message says so and names [ecn], not only the ratio."""
+    auto = auto_scale(C.load(REPO / "experiments" / "configs" / "nohelp_straggler.toml"))
+    assert not auto.in_regime
+    assert set(auto.fixed) == {"kmin_per_bdp", "kmax_per_bdp"}
+    assert "no K moves kmin_per_bdp, kmax_per_bdp: set by the config's [ecn] kmax; [ecn] kmin" in auto.describe()
+
+
+def test_auto_names_pinned_timers_and_nothing_where_every_ratio_moves_with_k():
+    raw = json.loads(json.dumps(DEMO.as_dict()))
+    raw["dcqcn"] = {"preset": "emulation", "step_ms": 800}
+    raw.pop("sweep_point", None)
+    auto = auto_scale(C.resolve(raw))
+    assert {"step_per_decrease_period", "recovery_per_step"} <= set(auto.fixed)
+    assert "rtt_per_step" not in auto.fixed
+    assert "set by the config's [dcqcn] step_ms or timer_floor_ms, which --scale keeps" in auto.describe()
+    assert auto_scale(DEMO).fixed == ()
