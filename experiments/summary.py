@@ -99,9 +99,11 @@ def job_regime(js: JobSpec, kmin_pkts: float, kmax_pkts: float, base_rtt_s: floa
     RTT of its slowest ring edge as the network has it (derive.job_rtt_s),
     and the ratios it is held to: its own in the deployment, at its step's
     fraction of the scenario's (spec.step_fraction); None without DCQCN
-    (preset off, TCP, no line rate)."""
+    (preset off, no line rate).  A TCP job's DCQCN paces its connections
+    (hosts/tcp), with the same parameters and timers; its frames are
+    counted as the UDP transport's (a full TCP segment's is 4 % larger)."""
     p = js.dcqcn_params
-    if js.transport != "udp" or p is None:
+    if p is None:
         return None
     step = js.regime_step_s
     design = dcqcn.regime_ratios(p, step)

@@ -53,9 +53,9 @@ class JobRegime:
 
 
 def predicted(spec: ExperimentSpec) -> list[JobRegime]:
-    """Each UDP job's ratios as its config makes them, and the verdict on them
-    (TCP jobs and jobs without DCQCN have no DCQCN ratios; their RTT per step
-    is judged alone)."""
+    """Each job's ratios as its config makes them, and the verdict on them
+    (a job without DCQCN has no DCQCN ratios: its RTT per step is judged
+    alone; a TCP job's DCQCN paces its connections, summary.job_regime)."""
     out = []
     for cfg, js in zip(spec.jobs, job_specs(spec, {}), strict=True):
         line = js.line_rate_bps
@@ -66,7 +66,7 @@ def predicted(spec: ExperimentSpec) -> list[JobRegime]:
         targets = dcqcn.regime_targets(step_fraction=step_fraction(spec, js))
         ratios = {"rtt_per_step": rtt / step}
         p = js.dcqcn_params
-        if js.transport == "udp" and p is not None:
+        if p is not None:
             ratios.update(dcqcn.regime_ratios(p, step, rtt_s=rtt, kmin_pkts=spec.ecn.kmin, kmax_pkts=spec.ecn.kmax,
                                               packet_bytes=js.udp.frame_bytes))
         ratios = {k: v for k, v in ratios.items() if k in VERDICT_RATIOS}

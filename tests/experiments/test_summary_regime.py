@@ -39,8 +39,20 @@ def test_the_regime_file_holds_the_targets_and_each_jobs_parameters():
     assert job["recovery_s"] == pytest.approx(job["design"]["recovery_per_step"] * 0.8)
     assert (job["kmin_pkts"], job["kmax_pkts"], job["frame_bytes"]) == (27, 60, 1462)
     assert "step_per_decrease_period" in job["drift"]
-    assert doc["jobs"]["2"] is None                 # TCP: no DCQCN
+    # TCP: DCQCN paces its connections with the same parameters and timers
+    assert doc["jobs"]["2"]["periods"] == job["periods"] and doc["jobs"]["2"]["base_rtt_s"] > 0
     json.dumps(doc)                                 # a JSON document
+
+
+def test_a_job_without_dcqcn_has_no_regime_document_and_a_tcp_job_a_verdict():
+    raw = json.loads(json.dumps(spec().as_dict()))
+    raw.pop("sweep_point", None)
+    raw["dcqcn"] = {"preset": "off"}
+    assert SU.regime_document(C.resolve(raw), "20990101T000000Z")["jobs"] == {"1": None, "2": None}
+    doc = SU.regime_document(spec(), "20990101T000000Z")
+    # a TCP agent records no RTT samples: the verdict counts the network's base RTT
+    verdict = rg.job_verdicts({"baseline": {"2": {"step_s": 0.01}}}, doc)["2"]
+    assert verdict["in_regime"] is not None
 
 
 def test_a_job_with_shorter_steps_is_held_to_its_own_ratios_in_the_deployment():
@@ -80,6 +92,6 @@ def test_finish_point_writes_the_regime_file_and_the_summary_has_the_table(tmp_p
     assert rows[("1", "step time")]["measured"]["baseline"] == pytest.approx(0.2)
     assert rows[("1", "step time")]["design"] == 0.8 and rows[("1", "step time")]["target"] == pytest.approx(0.01)
     assert rows[("1", "recovery_per_step")]["target"] == pytest.approx(dcqcn.regime_targets()["recovery_per_step"])
-    assert rows[("2", "step time")]["design"] is None      # TCP: no parameters
+    assert rows[("2", "step time")]["design"] == 0.8       # TCP: DCQCN's pacing, the same timers
     assert "regime" in capsys.readouterr().out
     assert "### Regime" in (exp / f"{stamp}-report" / "report.md").read_text()
