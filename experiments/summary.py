@@ -110,7 +110,7 @@ def job_regime(js: JobSpec, kmin_pkts: float, kmax_pkts: float, base_rtt_s: floa
     targets = dcqcn.regime_targets()
     drift = [n for n in design if n in targets and not math.isclose(design[n], targets[n], rel_tol=0.1)]
     # the scenario's own step (its chunk at line rate), which the deployment's targets count in
-    line_step = dcqcn.step_time_s(js.message_bytes, js.n_ranks, js.line_rate_bps)
+    line_step = js.line_step_s
     return {"preset": js.dcqcn_preset, "line_rate_bps": p.line_rate_bps, "step_s": step,
             "line_step_s": line_step, "at_line_step": dcqcn.regime_ratios(p, line_step),
             "periods": {"alpha": p.alpha_period_s, "decrease": p.decrease_period_s,

@@ -105,6 +105,14 @@ class JobSpec:
         return None if mbit is None else float(mbit) * 1e6
 
     @property
+    def line_step_s(self) -> float | None:
+        """A ring step at line rate (the largest chunk's bits over the line
+        rate): what the deployment's regime ratios count in; None without a
+        line rate."""
+        rate = self.line_rate_bps
+        return None if rate is None else dcqcn.step_time_s(self.message_bytes, self.n_ranks, rate)
+
+    @property
     def dcqcn_preset(self) -> str:
         return self.dcqcn.get("preset", DEFAULT_PRESET)
 

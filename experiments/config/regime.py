@@ -58,11 +58,10 @@ def predicted(spec: ExperimentSpec) -> list[JobRegime]:
     alone; a TCP job's DCQCN paces its connections, summary.job_regime)."""
     out = []
     for cfg, js in zip(spec.jobs, job_specs(spec, {}), strict=True):
-        line = js.line_rate_bps
-        if not line:
+        step = js.line_step_s
+        if not step:
             continue
         rtt = derive.job_rtt_s(spec.topo, cfg.placed, js.udp.frame_bytes)
-        step = dcqcn.step_time_s(js.message_bytes, js.n_ranks, line)
         targets = dcqcn.regime_targets(step_fraction=step_fraction(spec, js))
         ratios = {"rtt_per_step": rtt / step}
         p = js.dcqcn_params
@@ -117,7 +116,7 @@ def auto_scale(spec: ExperimentSpec) -> AutoScale:
     where none is, the K whose worst ratio is closest (ties: the smallest),
     naming the ratios no K moved."""
     best: tuple[float, float, list[JobRegime]] | None = None
-    tried: list[list[JobRegime]] = []
+    first: list[JobRegime] | None = None
     for k in LADDER:
         try:
             jobs = predicted(scale(spec, Scaling(float(k))))
@@ -127,11 +126,11 @@ def auto_scale(spec: ExperimentSpec) -> AutoScale:
             break
         if all(j.verdict["in_regime"] for j in jobs):
             return AutoScale(float(k), True, jobs)
-        tried.append(jobs)
+        first = first or jobs
         worst = _worst(jobs)
         if best is None or worst < best[0] * (1 - 1e-9):
             best = (worst, float(k), jobs)
-    return AutoScale(best[1], False, best[2], _fixed(tried[0], tried[-1]))
+    return AutoScale(best[1], False, best[2], _fixed(first, jobs))     # jobs: the last K that scaled
 
 
 def _fixed(first: list[JobRegime], last: list[JobRegime]) -> tuple[str, ...]:

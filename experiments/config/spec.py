@@ -133,10 +133,10 @@ def step_fraction(spec: ExperimentSpec, js: JobSpec) -> float:
     """A job's step at its line rate as a fraction of the scenario's step
     (1 without a line rate): what hosts.dcqcn.regime_targets' step_fraction
     holds the job to."""
-    scenario = scenario_step_s(spec)
-    if not scenario or not js.line_rate_bps:
+    scenario, line_step = scenario_step_s(spec), js.line_step_s
+    if not scenario or not line_step:
         return 1.0
-    return dcqcn.step_time_s(js.message_bytes, js.n_ranks, js.line_rate_bps) / scenario
+    return line_step / scenario
 
 
 def job_file(spec: ExperimentSpec, job: JobConfig, straggles: list[dict], share_mbit: float | None) -> dict[str, Any]:
