@@ -12,7 +12,7 @@ from typing import Any
 from analysis import metrics as m
 from analysis.oracle import CAPTURE_MIN_PCT
 from analysis.regime import RECOVERED, REGIME_FACTOR, describe
-from analysis.simulation import CONFIG_SCALE, DEPLOYMENT_SCALE
+from analysis.simulation import CONFIG_SCALE, CONFIRMED_NOTE, DEPLOYMENT_SCALE
 
 
 def _f(x: Any, fmt: str = "{:.3f}") -> str:
@@ -183,7 +183,9 @@ def _sim_markdown(summary: dict[str, Any]) -> list[str]:
                      f"| {_pct(d.get('cct_change_pct'))} |")
     coarse = summary.get("sim_coarse")
     lines += ["", "Simulation (experiments/sim): the same scenario, seeds and jitter schedules on a virtual clock, "
-              "the agents' own protocol code and the twin's own switches; at the config's own rates, and as the "
+              "the agents' own protocol code and the twin's own switches; at the config's own rates"
+              + (f" (sim: at this batch's --scale K = {summary['sim_k']:g}, which --confirm chose)"
+                 if (summary.get("sim_k") or 1.0) != 1.0 else "") + ", and as the "
               "declared deployment would run it (its line rate, step, link delays, ECN, DCQCN and packets"
               + (f", {coarse} packets simulated as one" if coarse and coarse > 1 else "")
               + "), times in the config's own units.", ""]
@@ -204,7 +206,9 @@ def _regime_verdict_markdown(summary: dict[str, Any]) -> list[str]:
     lines = ["### In the deployment's regime?", ""]
     for job, v in known.items():
         line = f"- job {job}: {describe(v)}"
-        if not v["in_regime"]:
+        if not v["in_regime"] and summary.get("sim_confirmed"):
+            line += f"; {CONFIRMED_NOTE}"
+        elif not v["in_regime"]:
             dep = ((summary["jobs"].get(job) or {}).get("sim") or {}).get(DEPLOYMENT_SCALE) or {}
             line += (". **Its measured change is this emulation's at this scale, not the scenario's answer**"
                      + (f"; at the deployment's scale the simulation gives {_pct(dep.get('cct_change_pct'))}"

@@ -31,7 +31,7 @@ from analysis import regime as rg
 from analysis.markdown import render_markdown
 from analysis.oracle import find_oracle, job_comparison, load_oracle, timeline_events
 from analysis.records import Run, load_run, meta_t0_ns
-from analysis.simulation import DEPLOYMENT_SCALE, find_sim, job_figures, load_sim, verdict
+from analysis.simulation import DEPLOYMENT_SCALE, config_k, confirmed, find_sim, job_figures, load_sim, verdict
 from analysis.windows import place_compute_jitter
 from contract.files import write_atomic
 
@@ -216,7 +216,9 @@ def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = No
     for job, row in out["jobs"].items():
         row["sim"] = simulated.get(job)
     scale = next((a.get("scale") or 1.0 for a in analysed), 1.0)
-    out["sim_verdict"] = verdict(simulated, out["regime"]["verdicts"], scale)
+    out["sim_k"] = config_k(sim)
+    out["sim_verdict"] = verdict(simulated, out["regime"]["verdicts"], scale, out["sim_k"])
+    out["sim_confirmed"] = confirmed(simulated, scale, out["sim_k"])
     out["sim_coarse"] = (((sim or {}).get("scales") or {}).get(DEPLOYMENT_SCALE) or {}).get("coarse")
     return out
 

@@ -1,6 +1,8 @@
-"""python3 -m experiments run CONFIG [--target auto|bmv2|soft] [--repeat N] [--seed S]
+"""python3 -m experiments run CONFIG [--target auto|bmv2|soft|sim] [--repeat N] [--seed S]
                                   [--out DIR] [--sweep] [--rank-by-oracle] [--model-only]
-                                  [--fail-fast] [--no-report]
+                                  [--fail-fast] [--no-report] [--no-sim]
+                                  [--scale K|auto [--confirm [--confirm-up-to K]]]
+                                  [--deployment [--coarse C]]
 python3 -m experiments check CONFIG [--sweep] [--confirm [--confirm-up-to K] [--out DIR]]
 python3 -m experiments model CONFIG [--json] [--repeat N] [--seed S] [--target auto|bmv2|soft]
 python3 -m experiments net CONFIG [--cli] [--target auto|bmv2|soft] [--baseline] [--run-dir DIR]
@@ -73,7 +75,12 @@ def parse_args(argv):
                        help="simulate the scenario at --scale auto's K, and at larger K up to --confirm-up-to, "
                             "against the deployment's scale, and say the first K whose answer agrees within 5 "
                             "points (minutes: one simulated run per variant and K, on repeat 1's schedule)")
-    check.add_argument("--confirm-up-to", type=float, default=None, metavar="K",
+    run.add_argument("--confirm", action="store_true",
+                     help="(--scale auto) before the runs, climb from auto's K as `check --confirm` does and run "
+                          "at the first K whose simulated network agrees with the deployment's within 5 points "
+                          "(else the closest); the batch's simulation is then of that K, not of K = 1")
+    for p in (run, check):
+        p.add_argument("--confirm-up-to", type=float, default=None, metavar="K",
                        help="(--confirm) the largest K to simulate (default: 3 x --scale auto's)")
     model = sub.add_parser("model", help="the flow-level oracle's CCT per job, baseline against Symphony")
     model.add_argument("--json", action="store_true", help="print JSON")

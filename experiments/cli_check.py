@@ -9,24 +9,20 @@ the deployment, as far as the simulation can say (experiments.sim.confirm)."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import tomli_w
 
 from contract import exits
 from experiments import config as C
-from experiments.cli_common import Refused, load
+from experiments.cli_common import NOTE, confirm_scale, confirm_up_to, load, say
 from experiments.cli_model import MODEL_ERRORS, planned_schedules
 from experiments.config.machine import agents_memory_bytes, emulation_refusal
 from experiments.config.regime import AutoScale, auto_scale, budget_words, data_packets, wall_time_s
 from experiments.config.scale import Scaling, scale
 from experiments.oracle.scenario import predict_repeats
 from experiments.sim import confirm as CF
-from experiments.sim.predict import SIM_CACHE, progress_lines
 from experiments.sim.run import refusal
 from topologies.network.links import VIA_TWIN
-
-NOTE = "note: "          # what check tells beside the resolved config (warnings say "warning: ")
 
 
 def targets(spec: C.ExperimentSpec) -> str:
@@ -64,41 +60,15 @@ def scale_advice(spec: C.ExperimentSpec, auto: AutoScale) -> list[str]:
     return lines
 
 
-def say(line: str) -> None:
-    print(f"{NOTE}{line}", file=sys.stderr, flush=True)
-
-
-def confirm_scale(spec: C.ExperimentSpec, k: float, up_to: float | None, out: Path) -> None:
-    """--confirm: the simulation at --scale auto's K (k) and above against
-    the deployment's, one line per K and the conclusion (experiments.sim.confirm)."""
-    why = refusal(spec)
-    if why:
-        say(f"--confirm: no simulation: {why}")
-        return
-    top = up_to if up_to is not None else 3 * k
-    if top < k:
-        raise ValueError(f"--confirm-up-to {top:g} is below --scale auto's K = {k:g}")
-    say(f"--confirm: the simulation on repeat 1's schedule at K = {k:g} and larger up to {top:g}, against the "
-        "deployment's scale (one run per variant and K; cached under "
-        f"{out / SIM_CACHE})")
-    c = CF.confirm(spec, k, top, VIA_TWIN, out / SIM_CACHE, progress=progress_lines(0, say),
-                   on_rung=lambda so_far: say(f"--confirm: {CF.describe_last(so_far)}"))
-    print(f"{NOTE if c.k is not None else 'warning: '}--confirm: {CF.describe(c, top)}", file=sys.stderr)
-
-
 def main(args) -> int:
-    if args.confirm_up_to is not None and not args.confirm:
-        raise Refused("--confirm-up-to needs --confirm")
-    if args.confirm_up_to is not None and not args.confirm_up_to > 0:
-        raise Refused(f"--confirm-up-to must be a positive K, got {args.confirm_up_to:g}")
+    up_to = confirm_up_to(args)
     for _, spec in load(args, machine=True):
         print(tomli_w.dumps(spec.as_dict()), end="")
         auto = auto_scale(spec)
         for line in [targets(spec), *scale_advice(spec, auto)]:
             say(line)
-        if args.confirm:
-            try:
-                confirm_scale(spec, auto.k, args.confirm_up_to, args.out)
-            except ValueError as exc:
-                raise Refused(str(exc)) from None
+        confirmed = confirm_scale(spec, auto.k, up_to, args.out, VIA_TWIN) if args.confirm else None
+        if confirmed:
+            c, top = confirmed
+            print(f"{NOTE if c.k is not None else 'warning: '}--confirm: {CF.describe(c, top)}", file=sys.stderr)
     return exits.OK

@@ -10,15 +10,21 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 
 from contract import exits
 from experiments import config as C
 from experiments import feasible
+from experiments.sim import confirm as CF
+from experiments.sim.predict import SIM_CACHE, progress_lines
+from experiments.sim.run import refusal
 from topologies.network import shield
 from topologies.network.state import leftovers
 from topologies.switch.targets import TargetError, resolve_target
 
 LEFTOVER_GRACE_S = 2.0      # a torn-down network's last processes exit within this
+NOTE = "note: "             # what check and run tell on stderr beside their output (warnings say "warning: ")
+CONFIRM_SPAN = 3            # --confirm climbs to this many times --scale auto's K unless told
 
 
 class Refused(Exception):
@@ -94,3 +100,37 @@ def leave_nothing() -> bool:
     for line in problems:
         print(f"teardown: {line}; `sudo make clean-net` removes it", file=sys.stderr)
     return not problems
+
+
+def say(line: str) -> None:
+    print(f"{NOTE}{line}", file=sys.stderr, flush=True)
+
+
+def confirm_up_to(args) -> float | None:
+    """--confirm-up-to, checked; Refused (one line) without --confirm or below 0."""
+    top = getattr(args, "confirm_up_to", None)
+    if top is not None and not getattr(args, "confirm", False):
+        raise Refused("--confirm-up-to needs --confirm")
+    if top is not None and not top > 0:
+        raise Refused(f"--confirm-up-to must be a positive K, got {top:g}")
+    return top
+
+
+def confirm_scale(spec: C.ExperimentSpec, k: float, up_to: float | None, out: Path, via: str
+                  ) -> tuple[CF.Confirmation, float] | None:
+    """--confirm (check, run): the simulation at --scale auto's K (k) and
+    above, up to up_to (default CONFIRM_SPAN x k), against the deployment's,
+    a line per K on stderr (experiments.sim.confirm); the confirmation and
+    its bound, None where the scenario cannot be simulated (said why)."""
+    why = refusal(spec)
+    if why:
+        say(f"--confirm: no simulation: {why}")
+        return None
+    top = up_to if up_to is not None else CONFIRM_SPAN * k
+    if top < k:
+        raise Refused(f"--confirm-up-to {top:g} is below --scale auto's K = {k:g}")
+    say(f"--confirm: the simulation on repeat 1's schedule at K = {k:g} and larger up to {top:g}, against the "
+        f"deployment's scale (one run per variant and K; cached under {out / SIM_CACHE})")
+    c = CF.confirm(spec, k, top, via, out / SIM_CACHE, progress=progress_lines(0, say),
+                   on_rung=lambda so_far: say(f"--confirm: {CF.describe_last(so_far)}"))
+    return c, top

@@ -23,7 +23,7 @@ from contract import exits
 from experiments import config as C
 from experiments import rundir as R
 from experiments import summary as SU
-from experiments.cli_common import Refused, leave_nothing, load, root_and_target
+from experiments.cli_common import Refused, confirm_scale, confirm_up_to, leave_nothing, load, root_and_target, say
 from experiments.cli_model import MODEL_ERRORS, rank_points
 from experiments.config.machine import emulation_refusal
 from experiments.config.regime import auto_scale
@@ -32,11 +32,13 @@ from experiments.config.spec import job_specs
 from experiments.plan import SIM
 from experiments.runner import Runner
 from experiments.signals import Signals
+from experiments.sim import confirm as CF
 from experiments.sim.predict import SIM_CACHE
 from experiments.sim.run import refusal
 from experiments.supervise import REPO, RunResult
 from experiments.tables import fmt
 from hosts.job import JobError
+from topologies.network.links import VIA_TWIN
 
 Points = list[tuple[str | None, C.ExperimentSpec]]
 Scaled = list[tuple[str | None, C.ExperimentSpec, Scaling | None]]
@@ -73,11 +75,13 @@ def write_sweep(path: Path, name: str, stamp: str, rows: list[dict], interrupted
 
 
 def run_points(args, points: Scaled | Points, stamp: str | None = None,
-               scenarios: dict[str | None, C.ExperimentSpec] | None = None) -> int:
+               scenarios: dict[str | None, C.ExperimentSpec] | None = None,
+               confirmations: dict[str | None, dict] | None = None) -> int:
     """Every run of every point (a point without its scaling runs unscaled),
     then each point's summary; the exit code.  scenarios: each point's spec
     as configured, where the points are scaled (the simulation's figures are
-    of the scenario as configured)."""
+    of the scenario as configured); confirmations: each point's --confirm
+    record, where it ran (its batch's simulation is then of the batch's K)."""
     points = [p if len(p) == 3 else (*p, None) for p in points]
     sim_cache = None if getattr(args, "no_sim", True) else args.out / SIM_CACHE
     stamp = stamp or claim(args.out, points)
@@ -111,7 +115,8 @@ def run_points(args, points: Scaled | Points, stamp: str | None = None,
                 say(line)
             summ = SU.finish_point(spec, runner.results, exp_dir, stamp, signals=signals,
                                    report=not args.no_report, say=say, scaling=scaling, sim_cache=sim_cache,
-                                   scenario=(scenarios or {}).get(label))
+                                   scenario=(scenarios or {}).get(label),
+                                   confirmation=(confirmations or {}).get(label))
             if label:
                 sweep_rows.append({"point": label, **(spec.sweep_point or {}),
                                    "cct_change_pct": summ.get("cct_change_pct"),
@@ -137,24 +142,27 @@ def run_points(args, points: Scaled | Points, stamp: str | None = None,
     return code
 
 
-def scaled_points(args, points: Points) -> list[tuple[str | None, C.ExperimentSpec, Scaling | None]]:
+def scaled_points(args, points: Points) -> tuple[Scaled, dict[str | None, dict]]:
     """Each point with the scaling the arguments ask for (--scale,
-    --deployment, --coarse), its job files checked; Refused (one line)."""
+    --deployment, --coarse; --confirm: the K the simulation confirms), its
+    job files checked; and per point its confirmation's record, where
+    --confirm ran.  Refused (one line)."""
     if args.deployment and args.target != SIM:
         raise Refused("--deployment: the deployment's scale runs on the simulation only (--target sim)")
     if args.deployment and args.scale is not None:
         raise Refused("--scale and --deployment: give one (--deployment sets the scale itself)")
     if args.coarse != 1 and not args.deployment:
         raise Refused("--coarse: only with --deployment (coarse packets are the deployment simulation's option)")
-    out = []
+    up_to = confirm_up_to(args)
+    if getattr(args, "confirm", False) and args.scale != "auto":
+        raise Refused("--confirm: only with --scale auto (it climbs from auto's K)")
+    out, confirmations = [], {}
     for label, spec in points:
         try:
             if args.deployment:
                 sc = deployment_scaling(spec, args.coarse)
             elif args.scale == "auto":
-                auto = auto_scale(spec)
-                print(auto.describe(), file=sys.stderr)
-                sc = Scaling(auto.k)
+                sc = _auto(args, label, spec, up_to, confirmations)
             elif args.scale is not None:
                 sc = Scaling(_factor(args.scale))
             else:
@@ -165,7 +173,26 @@ def scaled_points(args, points: Points) -> list[tuple[str | None, C.ExperimentSp
         except (ValueError, JobError) as exc:
             raise Refused(f"{'--deployment' if args.deployment else f'--scale {args.scale}'}: {exc}") from None
         out.append((label, scaled, sc))
-    return out
+    return out, confirmations
+
+
+def _auto(args, label: str | None, spec: C.ExperimentSpec, up_to: float | None,
+          confirmations: dict[str | None, dict]) -> Scaling:
+    """--scale auto's K, or with --confirm the K the simulation confirms
+    (its record into confirmations[label])."""
+    auto = auto_scale(spec)
+    say(auto.describe())
+    if not getattr(args, "confirm", False):
+        return Scaling(auto.k)
+    confirmed = confirm_scale(spec, auto.k, up_to, args.out, VIA_TWIN)
+    if confirmed is None or confirmed[0].chosen is None:
+        say(f"--confirm: nothing confirmed{f' ({CF.describe(*confirmed)})' if confirmed else ''}: the batch runs "
+            f"at --scale auto's K = {auto.k:g}")
+        return Scaling(auto.k)
+    c, top = confirmed
+    say(f"--confirm: {CF.describe_choice(c, top)}")
+    confirmations[label] = c.as_dict(top)
+    return Scaling(c.chosen.k)
 
 
 def _factor(text: str) -> float:
@@ -195,4 +222,5 @@ def main(args) -> int:
             if why:
                 raise Refused(f"config error: {why}")
         root_and_target(args)
-    return run_points(args, scaled_points(args, points), scenarios=dict(points))
+    scaled, confirmations = scaled_points(args, points)
+    return run_points(args, scaled, scenarios=dict(points), confirmations=confirmations)

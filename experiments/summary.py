@@ -28,6 +28,7 @@ from analysis.regime import verdict as rg_verdict
 from analysis.regime import verdict_ratios as rg_verdict_ratios
 from analysis.report import analyse_run, summarise, write_report
 from analysis.simulation import CONFIG_SCALE, DEPLOYMENT_SCALE
+from analysis.simulation import CONFIRMED_NOTE as SIM_CONFIRMED_NOTE
 from analysis.simulation import FILE_SUFFIX as SIM_SUFFIX
 from analysis.simulation import SCALES as SIM_SCALES
 from analysis.simulation import SCHEMA as SIM_SCHEMA
@@ -254,7 +255,9 @@ def regime_lines(summ: dict) -> list[str]:
         if v.get("in_regime") is None:
             continue
         line = f"job {job}: {rg_describe(v)}"
-        if not v["in_regime"]:
+        if not v["in_regime"] and summ.get("sim_confirmed"):
+            line += f"; {SIM_CONFIRMED_NOTE}"
+        elif not v["in_regime"]:
             dep = (((summ.get("jobs") or {}).get(job) or {}).get("sim") or {}).get(DEPLOYMENT_SCALE) or {}
             line += ("; its measured change is this emulation's at this scale, not the scenario's answer"
                      + (f"; at the deployment's scale the simulation gives {dep['cct_change_pct']:+.1f} %"
@@ -351,8 +354,10 @@ def _print_summary(spec: ExperimentSpec, results: list[RunResult], summ: dict, w
     for line in summary_warnings(results):         # runs whose timing the machine bent
         print(line)
     if summ.get("jobs"):
+        sim_k = summ.get("sim_k") or 1.0
+        at = "the config's rates" if sim_k == 1.0 else f"this batch's K = {sim_k:g}"
         print("per job, measured (each variant over the same repeats), the flow-level oracle and the simulation "
-              "(at the config's rates and the deployment's scale) on the same schedules (captured = measured change"
+              f"(at {at} and the deployment's scale) on the same schedules (captured = measured change"
               " / oracle change; efficiency = oracle / measured baseline CCT):")
         print(jobs_table(summ["jobs"], "  "))
     for line in summ.get("sim_verdict") or []:
@@ -420,22 +425,26 @@ def runs_via(results: list[RunResult]) -> str:
 
 
 def _sim(scenario: ExperimentSpec, results: list[RunResult], exp_dir: Path, stamp: str, cache: Path,
-         say: Callable[[str], None]) -> tuple[dict | None, Path | None]:
+         say: Callable[[str], None], confirmation: dict | None = None) -> tuple[dict | None, Path | None]:
     """The simulation's figures on the runs' repeats (experiments.sim.predict),
     written beside them; (document, path), None for what could not be made
-    or written.  scenario: the config as given (a scaled batch's too)."""
+    or written.  scenario: the config as given (a scaled batch's too);
+    confirmation: a --confirm batch's record, whose K the config's network
+    is simulated at (kept in the document)."""
     repeats = sorted({r.repeat for r in results})
     if not repeats or refusal(scenario):
         return None, None
     t0 = time.monotonic()
+    k = (confirmation or {}).get("k") or 1.0
     progress = progress_lines(len(SIM_SCALES) * len(repeats) * len(scenario.variants), say)
     try:
-        pred = predict(scenario, repeats, runs_via(results), cache, progress=progress)
+        pred = predict(scenario, repeats, runs_via(results), cache, progress=progress, k=k)
     except Exception as exc:        # the simulation must not cost the batch its summary
         say(f"simulation failed: {type(exc).__name__}: {exc}")
         return None, None
     doc = {"schema": SIM_SCHEMA, "experiment": scenario.name, "stamp": stamp,
-           "wall_s": round(time.monotonic() - t0, 3), **pred}
+           "wall_s": round(time.monotonic() - t0, 3), **pred,
+           **({"confirmation": confirmation} if confirmation else {})}
     path = exp_dir / f"{stamp}{SIM_SUFFIX}"
     try:
         R.write_json(path, doc)
@@ -502,7 +511,8 @@ def _report(results: list[RunResult], exp_dir: Path, stamp: str, oracle_path: Pa
 
 def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, stamp: str, *, signals: Signals,
                  report: bool, say: Callable[[str], None], scaling: Scaling | None = None,
-                 sim_cache: Path | None = None, scenario: ExperimentSpec | None = None) -> dict:
+                 sim_cache: Path | None = None, scenario: ExperimentSpec | None = None,
+                 confirmation: dict | None = None) -> dict:
     """Run the oracle on the schedules the runs applied and write it beside
     them, analyse the runs, write summary.json (and the stamped copy), print
     the tables, write analysis' report (with the oracle beside the runs)
@@ -519,7 +529,7 @@ def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, 
             oracle, oracle_path = _oracle(spec, results, exp_dir, stamp, say)
             regime, _ = _regime(spec, exp_dir, stamp, say)
             if sim_cache is not None:
-                sim, sim_path = _sim(scenario or spec, results, exp_dir, stamp, sim_cache, say)
+                sim, sim_path = _sim(scenario or spec, results, exp_dir, stamp, sim_cache, say, confirmation)
             analysed = analyse(results)
         except KeyboardInterrupt:
             say("interrupted: the summary lists the runs without their analysis")

@@ -1,16 +1,18 @@
 """Symphony's effect wherever it exists, in the deployment's regime (issue 22's targets):
 sudo python3 -m experiments.bench.victim [--scenario NAME ...] [--config PATH ...] [--all] [--family] [--repeats N]
-        [--scale auto|K|none] [--target soft|bmv2] [--out DIR] [--json FILE] [--no-report]
+        [--scale auto|K|none] [--no-confirm] [--confirm-up-to K] [--target soft|bmv2] [--out DIR]
+        [--json FILE] [--no-report]
 python3 -m experiments.bench.victim --batch EXP_DIR/<stamp>-summary.json ...   (figures of batches already run)
 
 Runs each scenario (a shipped config, experiments/configs/<name>.toml, or
 one of the family written for this bench and never tuned to it,
 experiments/bench/family/<name>.toml, or any config by its path with
 --config; default the demo's, victim_straggle8)
-for --repeats repeats of both variants as `experiments run --scale auto`
-does (experiments.cli_run: the oracle on the schedules the runs applied,
-the simulation at the config's rates and at the deployment's scale, the
-regime verdict, summary.json, the report), then prints per job the measured
+for --repeats repeats of both variants as `experiments run --scale auto
+--confirm` does (experiments.cli_run: the K the simulation confirms, or the
+closest of the K it tried; the oracle on the schedules the runs applied,
+the simulation at that K and at the deployment's scale, the regime verdict,
+summary.json, the report), then prints per job the measured
 mean CCT of each variant with the run-to-run noise (the standard deviation
 of the per-run means), the change, the oracle's change, the deployment
 simulation's, the captured fraction, the regime verdict, and the targets:
@@ -53,7 +55,8 @@ from analysis.oracle import captured
 from analysis.records import load_run
 from analysis.regime import describe as rg_describe
 from analysis.report import analyse_run, paired
-from analysis.simulation import DEPLOYMENT_SCALE
+from analysis.simulation import CONFIG_SCALE, DEPLOYMENT_SCALE
+from analysis.simulation import CONFIRMED_NOTE as SIM_CONFIRMED_NOTE
 from contract import exits
 from experiments import config as C
 from experiments.cli_common import Refused
@@ -121,6 +124,7 @@ def job_figures(summ: dict, means: dict[str, dict[str, list[float]]]) -> dict[st
     error (percent of baseline)."""
     out = {}
     verdicts = (summ.get("regime") or {}).get("verdicts") or {}
+    scaled_sim = (summ.get("sim_k") or 1.0) != 1.0       # the simulation of the batch's own K (--confirm)
     for job, row in summ.get("jobs", {}).items():
         b = means.get("baseline", {}).get(job, [])
         s = means.get("symphony", {}).get(job, [])
@@ -130,13 +134,15 @@ def job_figures(summ: dict, means: dict[str, dict[str, list[float]]]) -> dict[st
               if sb is not None and ss is not None and base else None)
         o = row.get("oracle") or {}
         dep = ((row.get("sim") or {}).get(DEPLOYMENT_SCALE) or {}).get("cct_change_pct")
+        at_k = ((row.get("sim") or {}).get(CONFIG_SCALE) or {}).get("cct_change_pct") if scaled_sim else None
         ochange = o.get("cct_change_pct")
         out[job] = {**{k: row.get(k) for k in ("baseline_cct_s", "symphony_cct_s", "cct_change_pct", "captured",
                                                "efficiency")},
                     "oracle_baseline_cct_s": o.get("baseline_cct_s"), "oracle_change_pct": ochange,
-                    "deployment_change_pct": dep,
+                    "deployment_change_pct": dep, "sim_at_k_change_pct": at_k,
                     "deployment_captured": captured(dep, ochange),
                     "in_regime": (verdicts.get(job) or {}).get("in_regime"),
+                    "confirmed": bool(summ.get("sim_confirmed")),
                     "regime": rg_describe(verdicts[job]) if job in verdicts else "regime unknown",
                     "runs_baseline": len(b), "runs_symphony": len(s), "run_std_baseline_s": sb,
                     "run_std_symphony_s": ss, "change_se_pct": se}
@@ -180,7 +186,9 @@ def targets(jobs: dict[str, dict]) -> list[dict]:
             add(f"job {job}: oracle {oracle:+.1f} %: change within the noise", change,
                 f"|change| <= {NOISE_SE:g} SE = {fmt(None if se is None else NOISE_SE * se, '{:.1f}')} %",
                 None if change is None or se is None else abs(change) <= NOISE_SE * se)
-        add(f"job {job}: in the deployment's regime", None, j["regime"], j["in_regime"], unit="regime")
+        add(f"job {job}: in the deployment's regime", None,
+            j["regime"] + (f"; {SIM_CONFIRMED_NOTE}" if j["confirmed"] and not j["in_regime"] else ""),
+            True if j["confirmed"] else j["in_regime"], unit="regime")
         eff = j["efficiency"]
         add(f"job {job}: baseline against the oracle's (oracle / measured)", eff,
             f"{1 - BASELINE_TOLERANCE:.2f}..{1 + BASELINE_TOLERANCE:.2f}",
@@ -200,19 +208,23 @@ def print_scenario(name: str, summ: dict, jobs: dict[str, dict], checks: list[di
     scaling = summ.get("scaling") or {}
     if scaling:
         print(f"  at K = {scaling.get('time'):.4g} (times in the config's units)")
+    for line in summ.get("sim_verdict") or []:
+        print(f"  {line}")
     rows = [("job", "runs b/s", "baseline s", "Symphony s", "change %", "noise 2SE %", "oracle %",
-             "deployment sim %", "captured", "sim captured", "oracle base s", "efficiency")]
+             "sim at K %", "deployment sim %", "captured", "sim captured", "oracle base s", "efficiency")]
     for job, j in jobs.items():
         rows.append((job, f"{j['runs_baseline']}/{j['runs_symphony']}",
                      _pm(j["baseline_cct_s"], j["run_std_baseline_s"]),
                      _pm(j["symphony_cct_s"], j["run_std_symphony_s"]),
                      fmt(j["cct_change_pct"], "{:+.1f}"),
                      fmt(None if j["change_se_pct"] is None else NOISE_SE * j["change_se_pct"], "{:.1f}"),
-                     fmt(j["oracle_change_pct"], "{:+.1f}"), fmt(j["deployment_change_pct"], "{:+.1f}"),
+                     fmt(j["oracle_change_pct"], "{:+.1f}"), fmt(j.get("sim_at_k_change_pct"), "{:+.1f}"),
+                     fmt(j["deployment_change_pct"], "{:+.1f}"),
                      fmt(j["captured"], "{:.2f}"), fmt(j["deployment_captured"], "{:.2f}"),
                      fmt(j["oracle_baseline_cct_s"]), fmt(j["efficiency"], "{:.2f}")))
     print(align(rows, "  "))
-    print("  (mean CCT +- the std of the per-run means; noise: 2 x the change's standard error)")
+    print("  (mean CCT +- the std of the per-run means; noise: 2 x the change's standard error; sim at K: the "
+          "simulation of the batch's own network, where --confirm chose its K)")
     for c in checks:
         verdict = {True: "met", False: "NOT MET", None: "-"}[c["met"]]
         if c["unit"] == "regime":
@@ -258,9 +270,11 @@ def run_scenario(config: Path, args) -> tuple[Path, int]:
     points = C.load_points(config, repeat=args.repeats, seed=None, sweep=False, machine=True)
     run_args = SimpleNamespace(out=args.out, target=args.target, fail_fast=False, no_report=args.no_report,
                                no_sim=False, deployment=False, coarse=1,
-                               scale=None if args.scale == "none" else args.scale)
+                               scale=None if args.scale == "none" else args.scale,
+                               confirm=args.scale == "auto" and not args.no_confirm, confirm_up_to=args.confirm_up_to)
     stamp = claim(args.out, points)
-    code = run_points(run_args, scaled_points(run_args, points), stamp, scenarios=dict(points))
+    scaled, confirmations = scaled_points(run_args, points)
+    code = run_points(run_args, scaled, stamp, scenarios=dict(points), confirmations=confirmations)
     return args.out / points[0][1].name / f"{stamp}-summary.json", code
 
 
@@ -272,7 +286,13 @@ def main(argv=None) -> int:
                     help="a scenario of your own, by its config's path (repeatable)")
     ap.add_argument("--all", action="store_true", help="every shipped scenario")
     ap.add_argument("--family", action="store_true", help="every scenario of the untuned family")
-    ap.add_argument("--scale", default="auto", help="K, auto (default: the smallest K in regime) or none")
+    ap.add_argument("--scale", default="auto", help="K, auto (default: the smallest K in regime, confirmed by the "
+                    "simulation as `experiments run --confirm` does) or none")
+    ap.add_argument("--no-confirm", action="store_true",
+                    help="(--scale auto) run at auto's K from the regime ratios alone, without the simulation's "
+                         "climb to a K that agrees with the deployment's")
+    ap.add_argument("--confirm-up-to", type=float, default=None, metavar="K",
+                    help="the largest K the confirmation simulates (default: 3 x --scale auto's)")
     ap.add_argument("--repeats", type=int, default=REPEATS, help=f"repeats of each variant (default {REPEATS})")
     ap.add_argument("--target", default="soft")
     ap.add_argument("--out", type=Path, default=Path("results/bench-victim"))

@@ -54,6 +54,26 @@ class Confirmation:
         """The first rung that agrees, if any did."""
         return next((r.k for r in self.rungs if r.agrees), None)
 
+    @property
+    def chosen(self) -> Rung | None:
+        """The rung a batch runs at (`run --confirm`): the first that agrees,
+        else the one closest to the deployment's (the smallest largest gap
+        over the jobs); None where no rung has a gap on every job."""
+        full = [r for r in self.rungs if not r.errors and r.gaps and None not in r.gaps.values()]
+        return next((r for r in full if r.agrees), None) or min(full, key=_worst_gap, default=None)
+
+    def as_dict(self, up_to: float) -> dict:
+        """The record a batch keeps of it (its simulation file's "confirmation")."""
+        chosen = self.chosen
+        return {"up_to": up_to, "deployment": self.deployment, "errors": list(self.errors),
+                "k": chosen.k if chosen else None, "agrees": bool(chosen and chosen.agrees),
+                "rungs": [{"k": r.k, "changes": r.changes, "gaps": r.gaps, "errors": list(r.errors)}
+                          for r in self.rungs]}
+
+
+def _worst_gap(r: Rung) -> float:
+    return max(r.gaps.values())
+
 
 def rungs_from(start_k: float, up_to: float) -> list[float]:
     """start_k, then every rung of --scale auto's ladder above it, up to up_to."""
@@ -123,6 +143,19 @@ def describe(c: Confirmation, up_to: float) -> str:
     return (f"no K up to {up_to:g} agrees with the deployment's within {AGREE_POINTS:g} points: a run there "
             f"answers for that K, not for a real cluster (try a larger --confirm-up-to, or the simulation "
             f"with --target sim --deployment)")
+
+
+def describe_choice(c: Confirmation, up_to: float) -> str:
+    """`run --confirm`'s conclusion, one line: the K the batch runs at and why."""
+    r = c.chosen
+    if r is None:
+        return describe(c, up_to)
+    if r.agrees:
+        return (f"the batch runs at K = {r.k:g}, the first K whose simulated network agrees with the deployment's "
+                f"within {AGREE_POINTS:g} points on every job")
+    return (f"no K up to {up_to:g} agrees with the deployment's within {AGREE_POINTS:g} points: the batch runs at "
+            f"K = {r.k:g}, the closest (up to {_worst_gap(r):.1f} points), and answers for that K, not for a real "
+            "cluster")
 
 
 def describe_last(c: Confirmation) -> str:

@@ -1,7 +1,8 @@
 """What the simulation says of a batch's scenario, beside the oracle: per
 job, the baseline and Symphony CCT and the change, from the simulation at
-the config's own rates and at the declared deployment's scale, on each
-repeat's jitter schedule (as the runs apply it: the same fallbacks).
+the config's own rates (unscaled, or at a confirmed batch's --scale K) and
+at the declared deployment's scale, on each repeat's jitter schedule (as
+the runs apply it: the same fallbacks).
 
 Each (scale, repeat, variant) is one simulated run, its CCTs those of
 analysis.metrics (as for every run), its records then dropped; its figures
@@ -138,21 +139,27 @@ def run_cached(task: Task, cache: Path) -> dict:
 
 
 def tasks(spec: ExperimentSpec, repeats: list[int], via: str, coarse: int = PREDICTION_COARSE,
-          scales: tuple[str, ...] = SCALES) -> list[Task]:
-    """Every (scale, repeat, variant) of a batch's prediction."""
+          scales: tuple[str, ...] = SCALES, k: float = 1.0) -> list[Task]:
+    """Every (scale, repeat, variant) of a batch's prediction; the config's
+    network at --scale k (a confirmed batch's K; else its own, unscaled)."""
     dep = deployment_scaling(spec, coarse)
-    scaled = {CONFIG_SCALE: (spec, None), DEPLOYMENT_SCALE: (scale(spec, dep), dep)}
+    at_k = Scaling(float(k))
+    scaled = {CONFIG_SCALE: (spec, None) if at_k.identity else (scale(spec, at_k), at_k),
+              DEPLOYMENT_SCALE: (scale(spec, dep), dep)}
     return [Task(name, rep, v, *scaled[name], via) for name in scales for rep in repeats for v in spec.variants]
 
 
 def predict(spec: ExperimentSpec, repeats: list[int], via: str, cache: Path, workers: int | None = None,
             progress: Callable[[Task, dict], None] = lambda t, r: None, coarse: int = PREDICTION_COARSE,
-            scales: tuple[str, ...] = SCALES) -> dict:
+            scales: tuple[str, ...] = SCALES, k: float = 1.0) -> dict:
     """The simulation's figures for a batch (module docstring), as
     {"scales": {scale: {"jobs": {job: {baseline_cct_s, symphony_cct_s,
-    cct_change_pct}}}}, "runs": [...]}; progress(task, result) after each."""
-    todo = tasks(spec, repeats, via, coarse, scales)
-    return summarise(spec, todo, run_all(todo, cache, workers, progress))
+    cct_change_pct}}, "k" | "coarse"}}, "runs": [...]}; the config's
+    network at --scale k; progress(task, result) after each."""
+    todo = tasks(spec, repeats, via, coarse, scales, k)
+    out = summarise(spec, todo, run_all(todo, cache, workers, progress))
+    out["scales"][CONFIG_SCALE]["k"] = float(k)
+    return out
 
 
 def run_all(todo: list[Task], cache: Path, workers: int | None = None,

@@ -95,3 +95,15 @@ def test_finish_point_writes_the_regime_file_and_the_summary_has_the_table(tmp_p
     assert rows[("2", "step time")]["design"] == 0.8       # TCP: DCQCN's pacing, the same timers
     assert "regime" in capsys.readouterr().out
     assert "### Regime" in (exp / f"{stamp}-report" / "report.md").read_text()
+
+
+def test_an_out_of_regime_job_of_a_confirmed_batch_is_told_so():
+    """regime_lines: out of regime by its ratios is not the answer, unless
+    the simulation of the batch's own K agrees with the deployment's."""
+    off = {"in_regime": False, "off": [{"ratio": "rtt_per_step", "value": 0.0004, "target": 0.001, "factor": 2.5}]}
+    summ = {"regime": {"verdicts": {"2": off}},
+            "jobs": {"2": {"sim": {"deployment": {"cct_change_pct": -26.7}}}}}
+    [line] = SU.regime_lines(summ)
+    assert "not the scenario's answer" in line and "-26.7 %" in line
+    [line] = SU.regime_lines({**summ, "sim_confirmed": True})
+    assert "not the scenario's answer" not in line and "the regime's second criterion" in line

@@ -167,3 +167,20 @@ def test_a_signal_stops_the_bench_not_only_the_batch_it_came_in(tmp_path, capsys
     assert ran == ["s0.toml", "s1.toml"]
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"experiments.bench.victim: interrupted in {configs[1]}; not run: {configs[2]}"]
+
+
+def test_a_confirmed_batch_meets_the_regime_target_by_the_second_criterion():
+    """Out of regime by its ratios, but the simulation of the batch's own K
+    agrees with the deployment's (summary "sim_confirmed"): the regime target
+    is met, and says why; the batch's simulated change is its own column."""
+    doc = summary(2.5, -33.3, 0.64, 1.40, in_regime=False)
+    doc["sim_k"] = 100.0
+    doc["jobs"]["2"]["sim"]["config"] = {"cct_change_pct": -37.0}
+    jobs = job_figures(doc, MEANS)
+    assert jobs["2"]["sim_at_k_change_pct"] == -37.0
+    assert {c["what"]: c["met"] for c in targets(jobs)}["job 2: in the deployment's regime"] is False
+    doc["sim_confirmed"] = True
+    regime = next(c for c in targets(job_figures(doc, MEANS)) if c["what"] == "job 2: in the deployment's regime")
+    assert regime["met"] is True and "the regime's second criterion" in regime["target"]
+    doc["sim_k"] = 1.0                                     # K = 1's figures are not the batch's own
+    assert job_figures(doc, MEANS)["2"]["sim_at_k_change_pct"] is None

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+import tomli_w
 
 from experiments import config as C
 from experiments.sim import confirm as CF
@@ -105,3 +107,55 @@ def test_check_confirm_says_why_it_cannot_simulate_a_tcp_job(tmp_path):
     assert r.returncode == 0, r.stderr
     assert any(line.startswith("note: --confirm: no simulation:") and "TCP" in line
                for line in r.stderr.splitlines()), r.stderr
+
+
+def test_a_batch_runs_at_the_first_rung_that_agrees_else_at_the_closest():
+    agree = CF.Confirmation({"1": -26.7}, (CF.Rung(30.0, {"1": -13.4}, {"1": 13.3}),
+                                          CF.Rung(50.0, {"1": -23.0}, {"1": 3.7}),
+                                          CF.Rung(70.0, {"1": -26.0}, {"1": 0.7})))
+    assert agree.chosen.k == 50.0 and agree.as_dict(70.0)["agrees"] is True
+    none = CF.Confirmation({"1": -26.7, "2": 1.0}, (CF.Rung(20.0, {"1": -7.9, "2": 1.1}, {"1": 18.8, "2": 0.1}),
+                                                   CF.Rung(30.0, {"1": -14.4, "2": 9.0}, {"1": 12.3, "2": 8.0}),
+                                                   CF.Rung(50.0, {"1": -20.0, "2": 1.0}, {"1": 6.7, "2": 0.0})))
+    assert none.k is None and none.chosen.k == 50.0            # the smallest largest gap over the jobs
+    doc = none.as_dict(60.0)
+    assert doc["k"] == 50.0 and doc["agrees"] is False and doc["up_to"] == 60.0 and len(doc["rungs"]) == 3
+    assert "K = 50, the closest (up to 6.7 points)" in CF.describe_choice(none, 60.0)
+    failed = CF.Confirmation({"1": -26.7}, (CF.Rung(20.0, {"1": None}, {"1": None}),
+                                           CF.Rung(30.0, {"1": -9.0}, {"1": 17.7}, errors=("K=30 baseline: x",))))
+    assert failed.chosen is None and failed.as_dict(30.0)["k"] is None
+
+
+def test_run_refuses_confirm_without_scale_auto_in_one_line(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text(tomli_w.dumps(RAW))
+    for extra, line in ((["--scale", "20", "--confirm"], "--confirm: only with --scale auto (it climbs from auto's K)"),
+                        (["--scale", "auto", "--confirm-up-to", "50"], "--confirm-up-to needs --confirm")):
+        r = experiments("run", str(path), "--target", "sim", "--out", str(tmp_path / "out"), *extra)
+        assert r.returncode == 2 and r.stderr.strip() == line
+
+
+def test_run_confirm_runs_the_batch_at_the_confirmed_k_and_simulates_that_k(tmp_path):
+    """The whole path on the simulation target: the climb, the batch at
+    the K it chose, and the batch's simulation of that K (the rung's own
+    figures, from the cache) beside the deployment's, with the record."""
+    path = tmp_path / "c.toml"
+    path.write_text(tomli_w.dumps(RAW))
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "experiments", "run", str(path), "--target", "sim", "--scale", "auto",
+                        "--confirm", "--confirm-up-to", "150", "--no-report", "--out", str(out)],
+                       cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    summ = json.loads((out / "tiny" / "summary.json").read_text())
+    sim = json.loads(Path(summ["sim_file"]).read_text())
+    rec = sim["confirmation"]
+    k = rec["k"]
+    assert k in (100.0, 150.0) and summ["scaling"]["time"] == k and summ["sim_k"] == k
+    assert sim["scales"]["config"]["k"] == k
+    rung = next(x for x in rec["rungs"] if x["k"] == k)
+    assert sim["scales"]["config"]["jobs"]["1"]["cct_change_pct"] == pytest.approx(rung["changes"]["1"])
+    assert sim["scales"]["deployment"]["jobs"]["1"]["cct_change_pct"] == pytest.approx(rec["deployment"]["1"])
+    said = [line for line in r.stderr.splitlines() if line.startswith("note: --confirm: ")]
+    assert any(f"K = {k:g}" in line and ("the first K" in line or "the closest" in line) for line in said), said
+    if rec["agrees"]:
+        assert any("answers for the deployment as far as the simulation can say" in x for x in summ["sim_verdict"])
