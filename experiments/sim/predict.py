@@ -69,7 +69,11 @@ class Task:
     via: str                    # how the runs applied netem (topologies.network.links.delay_via)
 
     def key(self) -> str:
-        doc = {"spec": self.spec.as_dict(keep_none=True), "repeat": self.repeat, "variant": self.variant,
+        """Everything that decides the run's figures, and nothing else: not
+        how many repeats the batch has (a bench's batch of 1 repeat and
+        `check --confirm` on the config's 4 share their runs)."""
+        spec = {k: v for k, v in self.spec.as_dict(keep_none=True).items() if k != "repeats"}
+        doc = {"spec": spec, "repeat": self.repeat, "variant": self.variant,
                "scaling": self.scaling.as_dict() if self.scaling else None, "via": self.via,
                "source": source_digest()}
         return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:32]

@@ -58,6 +58,9 @@ def test_the_cache_key_holds_what_decides_a_run(predicted):
     a, b = (P.tasks(s, [1], VIA_TWIN)[0] for s in (spec, C.resolve({**json.loads(json.dumps(RAW)), "seed": 3})))
     assert a.key() != b.key()
     assert P.tasks(spec, [1], VIA_TWIN)[0].key() == a.key()
+    # how many repeats a batch has decides no run: a batch of one finds a batch of four's runs
+    four = C.resolve({**json.loads(json.dumps(RAW)), "repeats": 4})
+    assert P.tasks(four, [1], VIA_TWIN)[0].key() == a.key()
 
 
 def test_a_scaled_summary_is_in_the_config_units():
