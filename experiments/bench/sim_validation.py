@@ -12,20 +12,32 @@ cached under DIR/.sim-cache).  Per job, for the runs the batch counts
 simulation's (target: within 10 %), and the measured change Symphony makes
 against the simulation's (target: within 5 points).  Figures, not a timed
 test; the targets are printed beside what was measured.
+
+With two or more repeats, per job also the change repeat by repeat, each
+repeat's emulation against the simulation of the same schedule: the mean
+of those paired differences and its standard error (whether the emulator
+departs from the simulation, or the scenario's answer moves between
+schedules more than the targets' 5 points), and the simulation's own
+spread of the change between schedules.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import warnings
 from pathlib import Path
+from statistics import mean, stdev
 from types import SimpleNamespace
 
+from analysis.records import load_run
+from analysis.report import analyse_run
 from analysis.simulation import CONFIG_SCALE
 from experiments import config as C
 from experiments.cli_run import run_points
-from experiments.sim.predict import SIM_CACHE, predict
+from experiments.sim.predict import SIM_CACHE, predict, run_all, tasks
 from experiments.sim.run import refusal
 from experiments.summary import runs_via
 from experiments.supervise import RunResult
@@ -65,6 +77,53 @@ def compare(spec: C.ExperimentSpec, target: str, summ: dict, sim: dict) -> list[
     return rows
 
 
+def repeat_changes(ccts: dict[tuple[int, str], dict[str, float | None]]) -> dict[str, dict[int, float]]:
+    """job -> repeat -> Symphony's change (%), from {(repeat, variant): {job: mean CCT}}."""
+    out: dict[str, dict[int, float]] = {}
+    for (rep, variant), jobs in ccts.items():
+        if variant != "baseline":
+            continue
+        for job, b in jobs.items():
+            s = (ccts.get((rep, "symphony")) or {}).get(job)
+            if b and s is not None:
+                out.setdefault(job, {})[rep] = (s - b) / b * 100
+    return out
+
+
+def paired(emulated: dict[int, float], simulated: dict[int, float]) -> dict:
+    """The emulation's change against the simulation's on the same
+    schedules: the paired differences' mean and standard error, and the
+    simulation's spread between schedules (None with fewer than 2 pairs)."""
+    reps = sorted(set(emulated) & set(simulated))
+    d = [emulated[r] - simulated[r] for r in reps]
+    two = len(d) >= 2
+    return {"repeats": reps, "diff_points": d, "diff_mean_points": mean(d) if d else None,
+            "diff_se_points": stdev(d) / math.sqrt(len(d)) if two else None,
+            "sim_change_std_points": stdev([simulated[r] for r in reps]) if two else None}
+
+
+def emulated_ccts(results: list[RunResult]) -> dict[tuple[int, str], dict[str, float | None]]:
+    """{(repeat, variant): {job: mean CCT}} of the batch's ok runs."""
+    out = {}
+    for res in results:
+        if res.status != "ok" or not res.run_dir.is_dir():
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a = analyse_run(load_run(res.run_dir))
+        out[(res.repeat, res.variant)] = {job: j["cct_mean_s"] for job, j in a["summary"]["jobs"].items()}
+    return out
+
+
+def simulated_ccts(spec: C.ExperimentSpec, repeats: list[int], via: str, cache: Path
+                   ) -> dict[tuple[int, str], dict[str, float | None]]:
+    """{(repeat, variant): {job: mean CCT}} of the simulation at the config's rates (cached)."""
+    todo = tasks(spec, repeats, via, scales=(CONFIG_SCALE,))
+    done = run_all(todo, cache)
+    return {(t.repeat, t.variant): {job: row["cct_mean_s"] for job, row in done[t].get("jobs", {}).items()}
+            for t in todo}
+
+
 def met(r: dict) -> bool:
     """The row's job within both targets."""
     return (r["baseline_diff_pct"] is not None and abs(r["baseline_diff_pct"]) <= CCT_PCT
@@ -77,7 +136,16 @@ def line(r: dict) -> str:
     return (f"{r['config']:<24} {r['target']:<5} job {r['job']}: baseline {f(r['baseline_cct_s'], '{:.3f}')} s "
             f"(sim {f(r['sim_baseline_cct_s'], '{:.3f}')}, {f(r['baseline_diff_pct'], '{:+.1f}')} %), change "
             f"{f(r['change_pct'], '{:+.1f}')} % (sim {f(r['sim_change_pct'], '{:+.1f}')}, "
-            f"{f(r['change_diff_points'], '{:+.1f}')} points)  {'ok' if met(r) else 'MISSED'}")
+            f"{f(r['change_diff_points'], '{:+.1f}')} points)  {'ok' if met(r) else 'MISSED'}"
+            + _paired_words(r.get("paired")))
+
+
+def _paired_words(p: dict | None) -> str:
+    if not p or p["diff_se_points"] is None:
+        return ""
+    return (f"; repeat by repeat ({len(p['repeats'])}): emulation - simulation {p['diff_mean_points']:+.1f} "
+            f"+- {p['diff_se_points']:.1f} points (SE), the simulation's change spread {p['sim_change_std_points']:.1f}"
+            " points (std) between schedules")
 
 
 def main(argv=None) -> int:
@@ -98,8 +166,12 @@ def main(argv=None) -> int:
             out = args.out / target
             summ, results = batch(spec, target, out)
             repeats = sorted({r.repeat for r in results})
-            sim = predict(spec, repeats, runs_via(results), args.out / SIM_CACHE, scales=(CONFIG_SCALE,))
+            via = runs_via(results)
+            sim = predict(spec, repeats, via, args.out / SIM_CACHE, scales=(CONFIG_SCALE,))
+            emu_rep = repeat_changes(emulated_ccts(results))
+            sim_rep = repeat_changes(simulated_ccts(spec, repeats, via, args.out / SIM_CACHE))
             for r in compare(spec, target, summ, sim):
+                r["paired"] = paired(emu_rep.get(r["job"], {}), sim_rep.get(r["job"], {}))
                 rows.append(r)
                 print(line(r), flush=True)
     print(f"targets: each job's baseline CCT within {CCT_PCT:g} % of the simulation's, its change within "
