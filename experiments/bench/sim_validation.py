@@ -37,7 +37,7 @@ from analysis.report import analyse_run
 from analysis.simulation import CONFIG_SCALE
 from experiments import config as C
 from experiments.cli_run import run_points
-from experiments.sim.predict import SIM_CACHE, predict, run_all, tasks
+from experiments.sim.predict import SIM_CACHE, Task, run_all, summarise, tasks
 from experiments.sim.run import refusal
 from experiments.summary import runs_via
 from experiments.supervise import RunResult
@@ -115,11 +115,8 @@ def emulated_ccts(results: list[RunResult]) -> dict[tuple[int, str], dict[str, f
     return out
 
 
-def simulated_ccts(spec: C.ExperimentSpec, repeats: list[int], via: str, cache: Path
-                   ) -> dict[tuple[int, str], dict[str, float | None]]:
-    """{(repeat, variant): {job: mean CCT}} of the simulation at the config's rates (cached)."""
-    todo = tasks(spec, repeats, via, scales=(CONFIG_SCALE,))
-    done = run_all(todo, cache)
+def simulated_ccts(todo: list[Task], done: dict[Task, dict]) -> dict[tuple[int, str], dict[str, float | None]]:
+    """{(repeat, variant): {job: mean CCT}} of the simulated runs."""
     return {(t.repeat, t.variant): {job: row["cct_mean_s"] for job, row in done[t].get("jobs", {}).items()}
             for t in todo}
 
@@ -166,10 +163,11 @@ def main(argv=None) -> int:
             out = args.out / target
             summ, results = batch(spec, target, out)
             repeats = sorted({r.repeat for r in results})
-            via = runs_via(results)
-            sim = predict(spec, repeats, via, args.out / SIM_CACHE, scales=(CONFIG_SCALE,))
+            todo = tasks(spec, repeats, runs_via(results), scales=(CONFIG_SCALE,))
+            done = run_all(todo, args.out / SIM_CACHE)       # each run once: the means and each repeat's
+            sim = summarise(spec, todo, done)
             emu_rep = repeat_changes(emulated_ccts(results))
-            sim_rep = repeat_changes(simulated_ccts(spec, repeats, via, args.out / SIM_CACHE))
+            sim_rep = repeat_changes(simulated_ccts(todo, done))
             for r in compare(spec, target, summ, sim):
                 r["paired"] = paired(emu_rep.get(r["job"], {}), sim_rep.get(r["job"], {}))
                 rows.append(r)
