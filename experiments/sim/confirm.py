@@ -146,10 +146,9 @@ def describe(c: Confirmation, up_to: float) -> str:
 
 
 def describe_choice(c: Confirmation, up_to: float) -> str:
-    """`run --confirm`'s conclusion, one line: the K the batch runs at and why."""
+    """`run --confirm`'s conclusion, one line, where a rung was chosen: the
+    K the batch runs at and why."""
     r = c.chosen
-    if r is None:
-        return describe(c, up_to)
     if r.agrees:
         return (f"the batch runs at K = {r.k:g}, the first K whose simulated network agrees with the deployment's "
                 f"within {AGREE_POINTS:g} points on every job")
