@@ -7,7 +7,6 @@ hosts.dcqcn predict; the AllReduce stays exact.  Prints the measured and
 predicted times to halve and to recover (pytest -s, or the `-rP` summary).
 """
 
-import json
 import sys
 import time
 from itertools import pairwise
@@ -17,6 +16,7 @@ import pytest
 from hosts.job import load_job
 from hosts.rank import rate_control
 from tests.harness import REPO
+from tests.harness.agentlogs import read_records, wait_for
 from tests.harness.cemarker import MarkerLab
 from tests.harness.dcqcn_model import closed_loop, first_time, trajectory
 
@@ -35,26 +35,6 @@ def job_text(ips, iterations, message_bytes):
             f"[dcqcn]\npreset = \"emulation\"\nline_rate_mbit = {LINE_MBIT}\n")
 
 
-def read(path):
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            pass          # a line being written
-    return out
-
-
-def wait_for(pred, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 @pytest.mark.root
 @pytest.mark.slow
 def test_marks_cut_the_rate_cnps_are_rate_limited_and_the_rate_recovers(tmp_path):
@@ -68,13 +48,13 @@ def test_marks_cut_the_rate_cnps_are_rate_limited_and_the_rate_recovers(tmp_path
                  for r in range(3)]
         # mark once the ring is in steady state: rank 0 is in its second iteration
         wait_for(lambda: any(e["kind"] == "iter_start" and e["iter"] == 1
-                             for e in read(tmp_path / "rank0.jsonl")), 60, "iteration 1 of rank 0")
+                             for e in read_records(tmp_path / "rank0.jsonl")), 60, "iteration 1 of rank 0")
         t_on = lab.marker.mark(1.0, src=lab.ips[0], dport=DATA_PORT)
         time.sleep(MARK_S)
         t_off = lab.marker.off()
         codes = [p.wait(timeout=120) for p in procs]
         stats = lab.marker.stats()
-    logs = [read(tmp_path / f"rank{r}.jsonl") for r in range(3)]
+    logs = [read_records(tmp_path / f"rank{r}.jsonl") for r in range(3)]
     assert codes == [0, 0, 0], f"agents exited {codes}"
     assert all(e["exact"] for log in logs for e in log if e["kind"] == "iter_end")
 

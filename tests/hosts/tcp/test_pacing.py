@@ -9,7 +9,6 @@ of line rate, the marker sees the flow held to that rate, and the rate
 comes back after the marks stop.  Prints the figures (pytest -s, or -rP).
 """
 
-import json
 import socket
 import sys
 import threading
@@ -23,6 +22,7 @@ from hosts.rank import rate_control
 from hosts.tcp.reaction import TCP_WIRE_OVERHEAD, pacing_bytes_per_s
 from hosts.tcp.sockets import CONGESTION_CONTROL, set_max_pacing_rate
 from tests.harness import REPO
+from tests.harness.agentlogs import read_records, wait_for
 from tests.harness.cemarker import MarkerLab
 
 MSS = 1448
@@ -99,26 +99,6 @@ def job_text(ips):
             f"clamp_target_rate = true\n")
 
 
-def read(path):
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            pass          # a line being written
-    return out
-
-
-def wait_for(pred, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 @pytest.mark.root
 @pytest.mark.slow
 def test_marks_reach_the_tcp_sender_as_cnps_and_its_rate_follows_dcqcn(tmp_path):
@@ -129,13 +109,13 @@ def test_marks_reach_the_tcp_sender_as_cnps_and_its_rate_follows_dcqcn(tmp_path)
                                "--rank", str(r), "--log-dir", str(tmp_path)], cwd=str(REPO))
                  for r in range(3)]
         wait_for(lambda: any(e["kind"] == "iter_start" and e["iter"] == 1
-                             for e in read(tmp_path / "rank0.jsonl")), 60, "iteration 1 of rank 0")
+                             for e in read_records(tmp_path / "rank0.jsonl")), 60, "iteration 1 of rank 0")
         t_on = lab.marker.mark(1.0, src=lab.ips[0], dport=DATA_PORT)
         time.sleep(MARK_S)
         t_off = lab.marker.off()
         codes = [p.wait(timeout=120) for p in procs]
         stats = lab.marker.stats()
-    logs = [read(tmp_path / f"rank{r}.jsonl") for r in range(3)]
+    logs = [read_records(tmp_path / f"rank{r}.jsonl") for r in range(3)]
     assert codes == [0, 0, 0], f"agents exited {codes}"
     assert all(e["exact"] for log in logs for e in log if e["kind"] == "iter_end")
     counters = [[e for e in log if e["kind"] == "stats"][-1]["counters"] for log in logs]
