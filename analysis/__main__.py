@@ -1,5 +1,7 @@
 """python3 -m analysis report RUN_DIR [RUN_DIR ...] [--out DIR] [--oracle FILE]
 python3 -m analysis synth OUT_DIR   (made-up runs, to try the report without a network)
+python3 -m analysis rates RUN_DIR [RUN_DIR ...] [--window S] [--windows N]
+    (per job and time window: its busy senders' DCQCN rates, CNPs, steps ended)
 
 Exit codes (contract.exits): 0 the report was written (the runs it counts as
 ok are in it); 2 a path that is not a run directory, runs in different
@@ -13,9 +15,10 @@ import sys
 import warnings
 from pathlib import Path
 
-from analysis.records import RecordWarning
+from analysis.records import RecordWarning, load_run
 from analysis.report import write_report
 from analysis.synthetic import demo_experiment
+from analysis.trace import rate_table
 from contract import exits
 
 
@@ -40,9 +43,16 @@ def main(argv: list[str] | None = None) -> int:
     syn = sub.add_parser("synth", help="write made-up baseline/symphony runs (for trying the report)")
     syn.add_argument("out_dir", type=Path)
     syn.add_argument("--repeats", type=int, default=3)
+    rates = sub.add_parser("rates", help="per job and time window: busy senders' DCQCN rates, CNPs, steps ended")
+    rates.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    rates.add_argument("--window", type=float, default=0.25, metavar="S",
+                       help="window length in the config's seconds (a scaled run's clock divided by its K)")
+    rates.add_argument("--windows", type=int, default=40, metavar="N", help="how many windows from the run's start")
     args = parser.parse_args(argv)
     _one_line_warnings()
 
+    if args.command == "rates":
+        return _rates(args)
     if args.command == "synth":
         for d in demo_experiment(args.out_dir, repeats=args.repeats):
             print(d)
@@ -63,6 +73,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"metrics: {', '.join(str(d / 'metrics.json') for d in args.run_dirs)}")
     print(f"plots:   {report.parent / 'plots'}")
     print(f"report:  {report}")
+    return exits.OK
+
+
+def _rates(args) -> int:
+    if args.window <= 0 or args.windows < 1:
+        print("analysis: --window must be > 0 and --windows >= 1", file=sys.stderr)
+        return exits.USAGE
+    for d in args.run_dirs:
+        if not (d / "agents").is_dir():
+            print(f"analysis: {d}: not a run directory (no agents/)", file=sys.stderr)
+            return exits.USAGE
+    for d in args.run_dirs:
+        print(rate_table(load_run(d), args.window, args.windows), end="\n\n")
     return exits.OK
 
 

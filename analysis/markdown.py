@@ -210,7 +210,7 @@ def _regime_verdict_markdown(summary: dict[str, Any]) -> list[str]:
             line += f"; {CONFIRMED_NOTE}"
         elif not v["in_regime"]:
             dep = ((summary["jobs"].get(job) or {}).get("sim") or {}).get(DEPLOYMENT_SCALE) or {}
-            line += (". **Its measured change is this emulation's at this scale, not the scenario's answer**"
+            line += (". **Its measured change is this batch's at this scale, not the scenario's answer**"
                      + (f"; at the deployment's scale the simulation gives {_pct(dep.get('cct_change_pct'))}"
                         if dep.get("cct_change_pct") is not None else ""))
         lines.append(line)

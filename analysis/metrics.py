@@ -289,6 +289,58 @@ def rate_traces(events: list[Event]) -> dict[int, dict[str, list]]:
     return dict(out)
 
 
+def rate_windows(events: list[Event], t0: int, window_ns: int, count: int,
+                 line_bps: float | None) -> dict[int, dict[str, list[float]]]:
+    """Per job, over `count` windows of window_ns from t0: the sum of its
+    busy senders' DCQCN Rc (time-weighted, bps; a sender counts while it is
+    inside a step: from a step_start to its step_end), the CNPs its senders
+    received, and the steps its ranks ended.  A sender's Rc is line_bps
+    until its first rate event (DCQCN starts at line rate); without
+    line_bps, until then it does not count.  Where the bandwidth Symphony's
+    marks take from a job goes shows here: a job's Rc falling while its
+    CNPs rise, and whether another job's steps speed up meanwhile."""
+    end = t0 + window_ns * count
+    out: dict[int, dict[str, list[float]]] = defaultdict(
+        lambda: {"rc_sum_bps": [0.0] * count, "cnp_rx": [0.0] * count, "steps_ended": [0.0] * count})
+
+    def slot(t: int) -> int | None:
+        return (t - t0) // window_ns if t0 <= t < end else None
+
+    def spread(row: list[float], a: int, b: int, value: float) -> None:
+        """value x the time [a, b) overlaps each window, over its length."""
+        for w in range(max(0, (a - t0) // window_ns), min(count, (b - t0) // window_ns + 1)):
+            lo, hi = max(a, t0 + w * window_ns), min(b, t0 + (w + 1) * window_ns)
+            if hi > lo:
+                row[w] += value * (hi - lo) / window_ns
+
+    rc: dict[tuple[int, int], float | None] = {}
+    busy: set[tuple[int, int]] = set()
+    last: dict[tuple[int, int], int] = {}          # the sender's last event
+
+    def settle(key: tuple[int, int], t: int) -> None:
+        """Credit a busy sender's Rc since its last event."""
+        if key in busy and rc.get(key, line_bps) is not None:
+            spread(out[key[0]]["rc_sum_bps"], last[key], t, rc.get(key, line_bps))
+        last[key] = t
+
+    for e in events:
+        key, t = (e["job"], e["rank"]), e["t"]
+        if e["kind"] == "rate":
+            settle(key, t)
+            rc[key] = e["rc"]
+        elif e["kind"] == "step_start":
+            settle(key, t)
+            busy.add(key)
+        elif e["kind"] == "step_end":
+            settle(key, t)
+            busy.discard(key)
+            if (w := slot(t)) is not None:
+                out[e["job"]]["steps_ended"][w] += 1
+        elif e["kind"] == "cnp" and e["dir"] == "rx" and (w := slot(t)) is not None:
+            out[e["job"]]["cnp_rx"][w] += 1
+    return dict(sorted(out.items()))
+
+
 def _decimate(n: int, limit: int) -> list[int]:
     if n <= limit:
         return list(range(n))

@@ -248,7 +248,7 @@ def run_regime(analysed_run: dict, regime: dict | None) -> dict[str, str]:
 
 def regime_lines(summ: dict) -> list[str]:
     """Per job, whether the batch ran in the deployment's regime; where it
-    did not, its measured change is this emulation's at this scale, not the
+    did not, its measured change is this batch's at this scale, not the
     scenario's answer, and the simulation's at the deployment's scale is."""
     lines = []
     for job, v in ((summ.get("regime") or {}).get("verdicts") or {}).items():
@@ -259,7 +259,7 @@ def regime_lines(summ: dict) -> list[str]:
             line += f"; {SIM_CONFIRMED_NOTE}"
         elif not v["in_regime"]:
             dep = (((summ.get("jobs") or {}).get(job) or {}).get("sim") or {}).get(DEPLOYMENT_SCALE) or {}
-            line += ("; its measured change is this emulation's at this scale, not the scenario's answer"
+            line += ("; its measured change is this batch's at this scale, not the scenario's answer"
                      + (f"; at the deployment's scale the simulation gives {dep['cct_change_pct']:+.1f} %"
                         if dep.get("cct_change_pct") is not None else ""))
         lines.append(line)
