@@ -37,12 +37,17 @@ def link_time_s(rate_mbit: float | None, delay_ms: float, nbytes: int) -> float:
     return (nbytes * 8 / (rate_mbit * 1e6) if rate_mbit else 0.0) + delay_ms / 1e3
 
 
-def base_rtt_s(topo: TopoSpec, src: str, dst: str, frame_bytes: int, table: dict | None = None) -> float:
-    """A data frame from src to dst and an ACK back, on empty queues."""
+def base_rtt_s(topo: TopoSpec, src: str, dst: str, frame_bytes: int, table: dict | None = None,
+               delays: bool = True) -> float:
+    """A data frame from src to dst and an ACK back, on empty queues
+    (delays=False: their serialisation alone)."""
     out = path_links(topo, src, dst, table)
     back = path_links(topo, dst, src, table)
-    return (sum(link_time_s(topo.link(n).rate_mbit, topo.link(n).delay_ms, frame_bytes) for n in out)
-            + sum(link_time_s(topo.link(n).rate_mbit, topo.link(n).delay_ms, ACK_FRAME_BYTES) for n in back))
+
+    def t(name, nbytes):
+        link = topo.link(name)
+        return link_time_s(link.rate_mbit, link.delay_ms if delays else 0.0, nbytes)
+    return sum(t(n, frame_bytes) for n in out) + sum(t(n, ACK_FRAME_BYTES) for n in back)
 
 
 def job_rtt_s(topo: TopoSpec, job: PlacedJob, frame_bytes: int) -> float:

@@ -29,10 +29,11 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
+from experiments.config.derive import base_rtt_s
 from experiments.config.spec import ExperimentSpec, JobConfig, RunnerParams, scenario_step_s
 from hosts import dcqcn, ring
 from hosts.dcqcn_regime import DEPLOYMENT, Deployment
-from hosts.udp.params import UdpParams
+from hosts.udp.params import WIRE_OVERHEAD, UdpParams
 from topologies.spec.routes import next_ports, path_links
 from topologies.spec.topo import TopoParams, build
 from topologies.switch.params import EcnParams
@@ -105,16 +106,27 @@ def _message(nbytes: int, ranks: int, f: float) -> int:
     return max(ranks, round(nbytes * f / ring.ITEM)) * ring.ITEM
 
 
-def longest_path_links(topo) -> int:
-    """Links on the longest path between two hosts (star 2, dumbbell 3, leaf-spine 4)."""
-    hosts, table = [h.name for h in topo.hosts], next_ports(topo)
-    return max(len(path_links(topo, a, b, table)) for a in hosts for b in hosts if a != b)
+def longest_path(topo, table: dict | None = None) -> tuple[str, str]:
+    """Two hosts with the most links between them (star 2, dumbbell 3, leaf-spine 4)."""
+    hosts, table = [h.name for h in topo.hosts], table or next_ports(topo)
+    return max(((a, b) for a in hosts for b in hosts if a != b), key=lambda p: len(path_links(topo, *p, table)))
 
 
-def link_delay_ms(topo, d: Deployment = DEPLOYMENT) -> float:
-    """Every link's one-way delay under --deployment: the deployment's base
-    RTT over the longest path there and back."""
-    return d.base_rtt_s / (2 * longest_path_links(topo)) * 1e3
+def link_delay_ms(topo, d: Deployment = DEPLOYMENT, coarse: int = 1) -> float:
+    """Every link's one-way delay under --deployment (topo at the
+    deployment's rates): what is left of the deployment's base RTT once a
+    data frame of `coarse` packets and its ACK have been serialised on the
+    longest path there and back, spread evenly over its links; 0 where the
+    serialisation alone takes longer.  So the base RTT is the deployment's
+    whatever C: a frame of 32 packets takes 10 us to store and forward over
+    a leaf-spine's 4 links at 100 Gbit/s, and delays taken from the whole
+    RTT made its base RTT 2.5 times the deployment's (experiments/README.md,
+    "Coarse packets against finer ones")."""
+    table = next_ports(topo)
+    a, b = longest_path(topo, table)
+    links = len(path_links(topo, a, b, table))
+    serial = base_rtt_s(topo, a, b, d.packet_bytes * coarse + WIRE_OVERHEAD, table, delays=False)
+    return max(0.0, d.base_rtt_s - serial) / (2 * links) * 1e3
 
 
 def _topology(spec: ExperimentSpec, sc: Scaling, d: Deployment) -> TopoParams:
@@ -123,7 +135,7 @@ def _topology(spec: ExperimentSpec, sc: Scaling, d: Deployment) -> TopoParams:
              for k in ("host_rate_mbit", "fabric_rate_mbit")}
     if not sc.deployment:
         return replace(t, **rates)
-    delay = link_delay_ms(spec.topo, d)
+    delay = link_delay_ms(build(replace(t, **rates)), d, sc.coarse)
     depth = max(1, round(d.queue_bytes / d.packet_bytes / sc.coarse))
     return replace(t, **rates, host_delay_ms=delay, fabric_delay_ms=delay, queue_depth_pkts=depth)
 

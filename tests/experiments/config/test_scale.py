@@ -10,7 +10,8 @@ import math
 import pytest
 
 from experiments import config as C
-from experiments.config.scale import Scaling, deployment_scaling, link_delay_ms, scale, step_s
+from experiments.config.derive import base_rtt_s
+from experiments.config.scale import Scaling, deployment_scaling, longest_path, scale, step_s
 from experiments.config.spec import job_specs
 from experiments.jitter.schedule import make_schedule
 from experiments.sim.predict import schedule
@@ -61,9 +62,8 @@ def test_the_deployment_runs_the_scenario_at_its_rate_step_and_parameters(spec):
     assert t.host_rate_mbit * 1e6 == DEPLOYMENT.line_rate_bps
     assert t.fabric_rate_mbit / t.host_rate_mbit == spec.topology.fabric_rate_mbit / spec.topology.host_rate_mbit
     assert math.isclose(step_s(s), DEPLOYMENT.step_s, rel_tol=1e-6)
-    # the base RTT of the longest path is the deployment's (before serialisation)
-    hops = max(len(path_links(s.topo, a.name, b.name)) for a in s.topo.hosts for b in s.topo.hosts if a != b)
-    assert math.isclose(2 * hops * t.host_delay_ms / 1e3, DEPLOYMENT.base_rtt_s)
+    # the base RTT of the longest path is the deployment's, its frames' serialisation included
+    assert math.isclose(longest_rtt_s(s), DEPLOYMENT.base_rtt_s)
     assert t.fabric_delay_ms == t.host_delay_ms
     assert s.ecn.kmin * DEPLOYMENT.packet_bytes == DEPLOYMENT.kmin_bytes and s.ecn.pmax == DEPLOYMENT.pmax
     assert t.queue_depth_pkts * DEPLOYMENT.packet_bytes == DEPLOYMENT.queue_bytes
@@ -75,7 +75,22 @@ def test_the_deployment_runs_the_scenario_at_its_rate_step_and_parameters(spec):
     f = sc.time
     assert s.jitter[0]["delay_s"] == [0.5 * f, 1.0 * f] and s.jitter[2]["jitter_ms"] == 2 * f
     assert s.jitter[3]["rate_mbit"] == 5 * sc.rate and math.isclose(sc.bytes, f * sc.rate)
-    assert link_delay_ms(spec.topo) == t.host_delay_ms
+    assert t.host_delay_ms < DEPLOYMENT.base_rtt_s * 1e3 / 2 / len(path_links(s.topo, *longest_path(s.topo)))
+
+
+def longest_rtt_s(s) -> float:
+    return base_rtt_s(s.topo, *longest_path(s.topo), job_specs(s, {})[0].udp.frame_bytes)
+
+
+def test_coarse_frames_keep_the_deployments_base_rtt_while_their_serialisation_fits_in_it(spec):
+    """A frame of C packets stores and forwards C times as long on every
+    link: the links' delays give it back, so the feedback loop DCQCN and
+    Symphony's marks ride on is the deployment's at any C that fits."""
+    for c in (1, 8, 16):
+        assert math.isclose(longest_rtt_s(scale(spec, deployment_scaling(spec, c))), DEPLOYMENT.base_rtt_s), c
+    # 32 kB frames over two 100 and two 50 Gbit/s links: 15 us of serialisation alone
+    big = scale(spec, deployment_scaling(spec, 32))
+    assert big.topology.host_delay_ms == 0 and math.isclose(longest_rtt_s(big), 15.4e-6, rel_tol=0.01)
 
 
 def test_coarse_packets_divide_every_count_in_packets(spec):
