@@ -39,8 +39,9 @@ from experiments.supervise import RunFailed, RunResult
 
 SIM_CACHE = ".sim-cache"         # under the results root (--out): the figures, by what decides them
 # the deployment's packets per simulated packet in a batch's prediction:
-# within 0.8 points of 16 as one on every shipped config measured (64: up to 7
-# points off): experiments/README.md, "Coarse packets against finer ones"
+# within 1.4 points of full packets on the four shipped configs run with them,
+# 0.8 of 16 as one on the others (64: up to 7 points off): experiments/README.md,
+# "Coarse packets against finer ones"
 PREDICTION_COARSE = 32
 SOURCE_DIRS = ("contract", "hosts", "topologies", "experiments/sim", "experiments/config", "experiments/jitter",
                "analysis")
