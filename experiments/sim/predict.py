@@ -39,7 +39,7 @@ from experiments.supervise import RunFailed, RunResult
 
 SIM_CACHE = ".sim-cache"         # under the results root (--out): the figures, by what decides them
 # the deployment's packets per simulated packet in a batch's prediction:
-# within 1.4 points of full packets on the four shipped configs run with them,
+# within 1.4 points of full packets on the five shipped configs run with them,
 # 0.8 of 16 as one on the others (64: up to 7 points off): experiments/README.md,
 # "Coarse packets against finer ones"
 PREDICTION_COARSE = 32
