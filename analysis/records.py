@@ -51,6 +51,12 @@ class Run:
         return str(self.meta.get("variant", "unknown"))
 
     @property
+    def time_factor(self) -> float:
+        """The run's clock per second of the config's (meta.json's scaling:
+        the emulation's --scale K, or the deployment's time factor); 1 unscaled."""
+        return float((self.meta.get("scaling") or {}).get("time", 1.0))
+
+    @property
     def fidelity(self) -> str | None:
         """meta.json's fidelity verdict (experiments/fidelity.py): "ok",
         "degraded", or None where the run has none."""

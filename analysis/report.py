@@ -82,7 +82,7 @@ def analyse_run(run: Run) -> dict[str, Any]:
         "reason": run.reason,
         "target": run.meta.get("target"),
         "seed": run.meta.get("seed"),
-        "scale": (run.meta.get("scaling") or {}).get("time", 1.0),     # the emulation's --scale K
+        "scale": run.time_factor,               # the emulation's --scale K
         **m.run_metrics(run.events, run.switches, run.config, run.jitter),
     }
     # the regime DCQCN ran in, as the records measure it (analysis.regime)

@@ -10,16 +10,10 @@ from analysis.metrics import NS, by_job, link_rate_bps, rate_windows
 from analysis.records import Run
 
 
-def time_factor(run: Run) -> float:
-    """The run's clock per second of the config's (its --scale K, or the
-    deployment's time factor)."""
-    return float((run.meta.get("scaling") or {}).get("time", 1.0))
-
-
 def rate_table(run: Run, window_s: float, count: int) -> str:
     """One run's windows, a row each: its start (config seconds), then per
     job Rc summed over busy senders (Gbit/s), CNPs received, steps ended."""
-    f = time_factor(run)
+    f = run.time_factor
     t0 = min((e["t"] for e in run.events), default=0)
     rows = rate_windows(run.events, t0, max(1, round(window_s * f * NS)), count, link_rate_bps(run.config))
     jobs = [j for j in sorted(by_job(run.events)) if j in rows]
