@@ -12,7 +12,10 @@ OUT=${1:-build/tofino2}
 
 if command -v bf-p4c >/dev/null 2>&1; then
     P4C=bf-p4c
-elif command -v p4c >/dev/null 2>&1 && p4c --target tofino2 --arch t2na --help >/dev/null 2>&1; then
+# p4c lists the (target, arch) pairs its backends take as "target-arch"; a
+# p4c without the Tofino backend (p4lang's packages) lists bmv2's only, and
+# accepts "--target tofino2 --help" all the same
+elif command -v p4c >/dev/null 2>&1 && p4c --target-help 2>/dev/null | grep -qx "tofino2-t2na"; then
     P4C=p4c
 else
     echo "make tofino2: no Tofino compiler: install bf-p4c (Intel P4 Studio / open-p4studio) or build p4c with -DENABLE_TOFINO=ON (docs/tofino2.md)" >&2
