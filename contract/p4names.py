@@ -26,7 +26,10 @@ Control-plane conventions (the same calls on BMv2 and the twin):
 - ECN parameters live in two egress tables rather than registers:
   ``queue_ecn`` (range on the queue depth at enqueue -> ``queue_mark_prob(p)``)
   carries Kmin, Kmax and Pmax as ranges, and the keyless ``sym_ecn`` carries
-  K_sym and P_sym in its default action ``set_sym_ecn(k_sym, p_sym)``.
+  K_sym, P_sym and the gate in its default action ``set_sym_ecn(k_sym,
+  p_sym, gate)`` (gate 0: off; else a flow ahead is marked only while fewer
+  than ``gate`` ECT packets ahead have left its egress port in a row, counted
+  per port in the register ``ahead_run``).
   Probabilities are integers in units of 2^-16 (PROB_ONE = always).
   topologies/switch/program.py turns (Kmin, Kmax, Pmax, K_sym, P_sym) into
   these entries.
@@ -60,6 +63,8 @@ STEP_SLOTS = MAX_JOBS * W
 NUM_PORTS = 512
 PROB_ONE = 1 << 16
 K_SYM_DEFAULT = 1
+GATE_DEFAULT = 0           # sym_ecn's default gate: off
+RUN_MAX = 0xFFFF           # ahead_run saturates at its width
 FORWARD_SIZE = 1024
 FLOWS_SIZE = 1024
 QUEUE_ECN_SIZE = 256
@@ -86,6 +91,8 @@ P4_CONSTANTS = {
     "SYM_NUM_PORTS": NUM_PORTS,
     "SYM_PROB_ONE": PROB_ONE,
     "SYM_K_SYM_DEFAULT": K_SYM_DEFAULT,
+    "SYM_GATE_DEFAULT": GATE_DEFAULT,
+    "SYM_RUN_MAX": RUN_MAX,
     "SYM_FORWARD_SIZE": FORWARD_SIZE,
     "SYM_FLOWS_SIZE": FLOWS_SIZE,
     "SYM_QUEUE_ECN_SIZE": QUEUE_ECN_SIZE,
@@ -123,6 +130,7 @@ REGISTERS = {r.name: r for r in (
     Register("flow_step", 16, MAX_FLOWS),     # per flow: newest step tag seen
     Register("step_count", 16, STEP_SLOTS),   # per job x W: arrivals at a step
     Register("frontier", 16, MAX_JOBS),       # per job: newest step all local flows reached
+    Register("ahead_run", 16, NUM_PORTS),     # per egress port: ECT packets ahead in a row (the gate)
 )}
 
 COUNTERS = {c.name: c for c in (
@@ -140,7 +148,7 @@ ACTIONS = {
     "track": (("flow_id", 16), ("job_slot", 8), ("n_local", 8), ("threshold", 16), ("enabled", 1),
               ("tcp", 1)),
     "queue_mark_prob": (("prob", 17),),
-    "set_sym_ecn": (("k", QDEPTH_BITS), ("p", 17)),
+    "set_sym_ecn": (("k", QDEPTH_BITS), ("p", 17), ("g", 16)),
     "NoAction": (),
 }
 
@@ -155,7 +163,7 @@ TABLES = {t.name: t for t in (
 
 # convenient names for callers
 FORWARD, SYMPHONY_FLOWS, QUEUE_ECN, SYM_ECN = "forward", "symphony_flows", "queue_ecn", "sym_ecn"
-FLOW_STEP, STEP_COUNT, FRONTIER = "flow_step", "step_count", "frontier"
+FLOW_STEP, STEP_COUNT, FRONTIER, AHEAD_RUN = "flow_step", "step_count", "frontier", "ahead_run"
 PKTS, SYM_MARKS, QUEUE_MARKS, FLOW_QUEUE_MARKS = "pkts", "sym_marks", "queue_marks", "flow_queue_marks"
 STEP_JUMPS = "step_jumps"
 

@@ -204,7 +204,8 @@ def scale(spec: ExperimentSpec, sc: Scaling, d: Deployment = DEPLOYMENT) -> Expe
     runner = RunnerParams(spec.runner.run_deadline_s * sc.time if spec.runner.run_deadline_s else None)
     symphony = spec.symphony
     if sc.deployment:
-        symphony = replace(symphony, k_sym=math.ceil(symphony.k_sym / sc.coarse))
+        symphony = replace(symphony, k_sym=math.ceil(symphony.k_sym / sc.coarse),
+                           gate_pkts=math.ceil(symphony.gate_pkts / sc.coarse))
     return replace(spec, topology=topology, topo=build(topology), jobs=tuple(_job(j, sc, d) for j in spec.jobs),
                    dcqcn=_dcqcn(spec, sc), ecn=_ecn(spec, sc, d), symphony=symphony,
                    jitter=tuple(_jitter(e, sc) for e in spec.jitter), runner=runner)

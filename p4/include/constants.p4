@@ -78,6 +78,10 @@
 /* Symphony ECN defaults (sym_ecn's default action): mark when at least one
  * packet waits at the port, with probability 1. */
 #define SYM_K_SYM_DEFAULT 1
+/* The gate's default (sym_ecn's default action): 0, off. */
+#define SYM_GATE_DEFAULT  0
+/* ahead_run saturates here (the register's width) */
+#define SYM_RUN_MAX       0xFFFF
 
 #define SYM_FORWARD_SIZE   1024
 #define SYM_FLOWS_SIZE     1024

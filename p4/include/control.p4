@@ -9,6 +9,9 @@
  *                     ahead of it, (step - frontier) mod 2^w (a step behind: >= 2^(w-1))
  * The two serial comparisons take the flow's mode (tcp = 1: 6-bit DSCP tag,
  * 0: 14-bit UDP source-port tag); on T2NA each mode is its own RegisterAction.
+ *   AheadRunUpdate    ahead_run[port]: ECT packets that Symphony would mark (tracked,
+ *                     enabled, outpacing) in a row at the egress port; any other ECT
+ *                     packet resets it.  Returns the count before this packet.
  *   PktsCount, StepJumpCount, SymMarkCount, FlowQueueMarkCount (per flow), QueueMarkCount (per port)
  *   SymRandom         two 16-bit random numbers
  *   SymLess           a < b for two fields (Tofino's gateways compare a field with
@@ -145,10 +148,13 @@ control SymphonyEgress(inout headers_t hdr, inout sym_meta_t meta) {
     SymLess()            queue_draw;
     SymLess()            sym_draw_less;
     SymLess()            below_k_sym;
+    SymLess()            gate_open;
+    AheadRunUpdate()     ahead_run_update;
 
     sym_prob_t   q_prob = 0;
     sym_qdepth_t k_sym = SYM_K_SYM_DEFAULT;
     sym_prob_t   p_sym = SYM_PROB_ONE;
+    bit<16>      gate = SYM_GATE_DEFAULT;
 
     /* Queue (DCQCN/RED-style) marking probability by queue depth.  The
      * control plane installs ranges: (Kmin, Kmax] with Pmax (q-Kmin)/(Kmax-Kmin)
@@ -164,15 +170,21 @@ control SymphonyEgress(inout headers_t hdr, inout sym_meta_t meta) {
         size = SYM_QUEUE_ECN_SIZE;
     }
 
-    action set_sym_ecn(sym_qdepth_t k, sym_prob_t p) {
+    /* g: the gate, in packets (0: off).  A flow ahead is marked only while
+     * fewer than g packets ahead have left the port since one that is not
+     * (a flow of its job behind it, another job's, untracked traffic): where
+     * only flows ahead share a queue, slowing them gives the bandwidth to
+     * nobody (docs/design.md, "The gate"). */
+    action set_sym_ecn(sym_qdepth_t k, sym_prob_t p, bit<16> g) {
         k_sym = k;
         p_sym = p;
+        gate = g;
     }
 
-    /* Keyless: the control plane sets K_sym and P_sym with table_set_default. */
+    /* Keyless: the control plane sets K_sym, P_sym and the gate with table_set_default. */
     table sym_ecn {
         actions = { set_sym_ecn; }
-        default_action = set_sym_ecn(SYM_K_SYM_DEFAULT, SYM_PROB_ONE);
+        default_action = set_sym_ecn(SYM_K_SYM_DEFAULT, SYM_PROB_ONE, SYM_GATE_DEFAULT);
         size = SYM_SYM_ECN_SIZE;
     }
 
@@ -190,9 +202,18 @@ control SymphonyEgress(inout headers_t hdr, inout sym_meta_t meta) {
             queue_draw.apply((bit<32>)r_queue, (bit<32>)q_prob, queue_mark);
             sym_draw_less.apply((bit<32>)r_sym, (bit<32>)p_sym, sym_draw);
             below_k_sym.apply((bit<32>)meta.qdepth, (bit<32>)k_sym, below_k);
+            bit<1> candidate = 0;       /* a packet Symphony would mark */
+            if (meta.tracked == 1 && meta.enabled == 1 && meta.outpacing == 1) {
+                candidate = 1;
+            }
+            bit<16> run;                /* packets ahead in a row before this one */
+            ahead_run_update.apply(meta.egress_port, candidate, run);
+            bit<1> open = 1;            /* gate 0: off, the queue alone decides */
+            if (gate != 0) {
+                gate_open.apply((bit<32>)run, (bit<32>)gate, open);
+            }
             bit<1> sym_mark = 0;
-            if (meta.tracked == 1 && meta.enabled == 1 && meta.outpacing == 1
-                    && below_k == 0 && sym_draw == 1) {
+            if (candidate == 1 && open == 1 && below_k == 0 && sym_draw == 1) {
                 sym_mark = 1;
             }
             if (queue_mark == 1 || sym_mark == 1) {

@@ -174,6 +174,33 @@ control QueueMarkCount(in sym_port_t port) {
     apply { queue_marks.count(port); }
 }
 
+/* ahead: the packet is one Symphony would mark; run: the count before it.
+ * Two RegisterActions, one executed per packet. */
+control AheadRunUpdate(in sym_port_t port, in bit<1> ahead, out bit<16> run) {
+    Register<bit<16>, sym_port_t>(SYM_NUM_PORTS, 0) ahead_run;
+    RegisterAction<bit<16>, sym_port_t, bit<16>>(ahead_run) count_ahead = {
+        void apply(inout bit<16> value, out bit<16> rv) {
+            rv = value;
+            if (value != SYM_RUN_MAX) {
+                value = value + 1;
+            }
+        }
+    };
+    RegisterAction<bit<16>, sym_port_t, bit<16>>(ahead_run) reset_run = {
+        void apply(inout bit<16> value, out bit<16> rv) {
+            rv = value;
+            value = 0;
+        }
+    };
+    apply {
+        if (ahead == 1) {
+            run = count_ahead.execute(port);
+        } else {
+            run = reset_run.execute(port);
+        }
+    }
+}
+
 control SymRandom(out bit<16> r_queue, out bit<16> r_sym) {
     Random<bit<32>>() rng;
     apply {

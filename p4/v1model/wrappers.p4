@@ -98,6 +98,19 @@ control QueueMarkCount(in sym_port_t port) {
     apply { queue_marks.count((bit<32>)port); }
 }
 
+/* ahead: the packet is one Symphony would mark; run: the count before it */
+control AheadRunUpdate(in sym_port_t port, in bit<1> ahead, out bit<16> run) {
+    register<bit<16>, bit<32>>(SYM_NUM_PORTS) ahead_run;
+    apply {
+        ahead_run.read(run, (bit<32>)port);
+        if (ahead == 0) {
+            ahead_run.write((bit<32>)port, 0);
+        } else if (run != SYM_RUN_MAX) {
+            ahead_run.write((bit<32>)port, run + 1);
+        }
+    }
+}
+
 control SymRandom(out bit<16> r_queue, out bit<16> r_sym) {
     apply {
         random(r_queue, 16w0, 16w0xFFFF);

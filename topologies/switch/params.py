@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contract.p4names import K_SYM_DEFAULT
+from contract.p4names import GATE_DEFAULT, K_SYM_DEFAULT
 
 
 @dataclass(frozen=True)
@@ -23,9 +23,13 @@ class EcnParams:
 class SymphonyParams:
     """threshold: steps ahead of the job's frontier a flow may run before it
     is marked; k_sym/p_sym: the queue depth and probability of that mark;
+    gate_pkts: 0 (off), or mark a flow ahead only while fewer than this many
+    ECT packets ahead have left its egress port since one that is not
+    (docs/design.md, "The gate");
     enabled False installs the flows as the baseline (tracked, never marked)."""
 
     threshold: int = 1
     k_sym: int = K_SYM_DEFAULT
     p_sym: float = 1.0
+    gate_pkts: int = GATE_DEFAULT
     enabled: bool = True

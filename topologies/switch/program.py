@@ -118,11 +118,13 @@ def install_queue_ecn(client, kmin: int, kmax: int, pmax: float) -> int:
     return len(entries)
 
 
-def sym_ecn_params(k_sym: int = N.K_SYM_DEFAULT, p_sym: float = 1.0) -> list[str]:
+def sym_ecn_params(k_sym: int = N.K_SYM_DEFAULT, p_sym: float = 1.0, gate: int = N.GATE_DEFAULT) -> list[str]:
     if not 0 <= k_sym <= QDEPTH_MAX:
         raise ValueError(f"K_sym must be in 0..{QDEPTH_MAX}, got {k_sym}")
-    return [str(k_sym), str(prob_units(p_sym, "P_sym"))]
+    if not 0 <= gate <= N.RUN_MAX:
+        raise ValueError(f"the gate must be in 0..{N.RUN_MAX} packets, got {gate}")
+    return [str(k_sym), str(prob_units(p_sym, "P_sym")), str(gate)]
 
 
-def install_sym_ecn(client, k_sym: int = N.K_SYM_DEFAULT, p_sym: float = 1.0) -> None:
-    client.table_set_default(N.SYM_ECN, "set_sym_ecn", sym_ecn_params(k_sym, p_sym))
+def install_sym_ecn(client, k_sym: int = N.K_SYM_DEFAULT, p_sym: float = 1.0, gate: int = N.GATE_DEFAULT) -> None:
+    client.table_set_default(N.SYM_ECN, "set_sym_ecn", sym_ecn_params(k_sym, p_sym, gate))

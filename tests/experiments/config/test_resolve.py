@@ -22,7 +22,7 @@ def test_defaults_are_filled_and_hosts_placed(base):
     # 4 x (0.5848 + 0.0256) ms = 2.442 ms, a BDP of 6105 bytes = 4.18 frames
     assert cfg["ecn"] == {"kmin": 13, "kmax": 53, "pmax": 0.2}
     assert cfg["topology"]["queue_depth_pkts"] == 106
-    assert cfg["symphony"] == {"threshold": 1, "k_sym": 1, "p_sym": 1.0}
+    assert cfg["symphony"] == {"threshold": 1, "k_sym": 1, "p_sym": 1.0, "gate_pkts": 0}
     job = cfg["jobs"][0]
     # interleaved over the two leaves by the topology builder's placement
     assert job["hosts"] == ["h1", "h3", "h2", "h4"]
@@ -45,6 +45,8 @@ def test_defaults_are_filled_and_hosts_placed(base):
     (lambda r: r.update(variants=["baseline", "fast"]), "variants[1]"),
     (lambda r: r.update(ecn={"kmin": 30, "kmax": 10}), "ecn.kmax"),
     (lambda r: r.update(symphony={"p_sym": 2}), "symphony.p_sym"),
+    (lambda r: r.update(symphony={"gate_pkts": -1}), "symphony.gate_pkts"),
+    (lambda r: r.update(symphony={"gate_pkts": 1 << 16}), "symphony.gate_pkts"),
     (lambda r: r.update(colour="blue"), "colour"),
     (lambda r: r["topology"].update(spine=1), "topology.spine"),
     (lambda r: r.update(jitter=[{"kind": "rate", "start_s": 0, "duration_s": 1}]), "jitter[0]"),

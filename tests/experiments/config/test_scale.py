@@ -28,6 +28,7 @@ def spec(base):
     base["jobs"].append({"ranks": 2, "hosts": ["h1", "h3"], "message_bytes": 8000, "iterations": 3})
     base["dcqcn"] = {"preset": "emulation", "step_ms": 400, "timer_floor_ms": 20, "clamp_target_rate": True}
     base["ecn"] = {"kmin": 10, "kmax": 40}
+    base["symphony"] = {"k_sym": 9, "gate_pkts": 100}
     base["jitter"] = [{"kind": "compute", "job": 1, "rank": "random", "iter": 1, "delay_s": [0.5, 1.0]},
                       {"kind": "rate", "pick": "fabric", "start_s": [0.1, 0.3], "duration_s": 0.2, "fraction": 0.5},
                       {"kind": "netem", "pick": "access", "start_s": 0.2, "duration_s": 0.4, "jitter_ms": 2},
@@ -96,6 +97,9 @@ def test_coarse_frames_keep_the_deployments_base_rtt_while_their_serialisation_f
 def test_coarse_packets_divide_every_count_in_packets(spec):
     one, coarse = (scale(spec, deployment_scaling(spec, c)) for c in (1, 8))
     assert coarse.ecn.kmin * 8 == one.ecn.kmin and coarse.topology.queue_depth_pkts * 8 == one.topology.queue_depth_pkts
+    # K_sym and the gate round up: a count of 9 or 100 packets is 2 or 13 frames of 8
+    assert (one.symphony.k_sym, one.symphony.gate_pkts) == (9, 100)
+    assert (coarse.symphony.k_sym, coarse.symphony.gate_pkts) == (2, 13)
     j1, j8 = job_specs(one, {})[0], job_specs(coarse, {})[0]
     assert j8.udp.payload_bytes == 8 * j1.udp.payload_bytes
     # about the same bytes in flight (coarse frames carry fewer header bytes, take longer per hop)

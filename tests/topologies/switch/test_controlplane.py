@@ -113,7 +113,7 @@ def installed():
     t = leafspine(4, 2, 1, rate=12, fabric_rate_mbit=6, queue_depth_pkts=40)
     plans = cp.plan(t, place(t, 4), SymphonyParams(threshold=3))
     client = Recorder()
-    cp.install(client, plans["l1"], ECN, SymphonyParams(threshold=3, k_sym=2, p_sym=0.25))
+    cp.install(client, plans["l1"], ECN, SymphonyParams(threshold=3, k_sym=2, p_sym=0.25, gate_pkts=40))
     return t, plans["l1"], client
 
 
@@ -143,7 +143,7 @@ def test_ecn_ranges_and_symphony_defaults(installed):
         ("5->5", 8192), ("6->6", 16384), ("7->7", 24576), ("8->8", 32768),
         (f"9->{(1 << pn.QDEPTH_BITS) - 1}", pn.PROB_ONE)]
     assert [c[4] for c in ranges] == [1, 2, 3, 4, 5]          # priorities from 1: 0 would mean "all"
-    assert client.of("table_set_default") == [("sym_ecn", "set_sym_ecn", ["2", str(pn.PROB_ONE // 4)])]
+    assert client.of("table_set_default") == [("sym_ecn", "set_sym_ecn", ["2", str(pn.PROB_ONE // 4), "40"])]
 
 
 def test_queue_rate_and_depth_per_port_never_port_zero(installed):

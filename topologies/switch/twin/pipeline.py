@@ -15,7 +15,10 @@ Data path, as p4/include/control.p4:
            only), frontier -> outpacing (never for a jump), in serial
            arithmetic on the mode's tag (14-bit UDP port, 6-bit DSCP)
   egress:  ECT packets only: queue_ecn (by enq_qdepth) OR Symphony
-           (enabled, outpacing, q >= K_sym, probability P_sym) -> CE;
+           (enabled, outpacing, the gate open, q >= K_sym, probability
+           P_sym) -> CE; ahead_run counts per port the packets Symphony
+           would mark in a row (the gate: open while below its size, or
+           always when the size is 0);
            counters by cause; IPv4 checksum recomputed (as v1model's
            update_checksum does for every valid IPv4 header).
 """
@@ -117,6 +120,7 @@ class Pipeline:
         self._flow_step = self.registers[N.FLOW_STEP]
         self._step_count = self.registers[N.STEP_COUNT]
         self._frontier = self.registers[N.FRONTIER]
+        self._ahead_run = self.registers[N.AHEAD_RUN]
 
     # --- control plane (SimpleSwitchThriftAPI's names and argument order) ---
     def _table(self, name: str) -> Table:
@@ -321,9 +325,11 @@ class Pipeline:
             r_sym = self.rng.getrandbits(16)
             entry = self._queue_ecn.lookup_range(qdepth)
             q_prob = entry.params[0] if entry is not None and entry.action == "queue_mark_prob" else 0
-            k_sym, p_sym = self._sym_ecn.default.params
+            k_sym, p_sym, gate = self._sym_ecn.default.params
             pkt.queue_mark = r_queue < q_prob
-            pkt.sym_mark = (pkt.tracked and pkt.enabled == 1 and pkt.outpacing
+            candidate = pkt.tracked and pkt.enabled == 1 and pkt.outpacing
+            run = self._run_ahead(pkt.egress_port, candidate)
+            pkt.sym_mark = (candidate and (gate == 0 or run < gate)
                             and qdepth >= k_sym and r_sym < p_sym)
             n = pkt.length
             if pkt.queue_mark or pkt.sym_mark:
@@ -336,6 +342,18 @@ class Pipeline:
                 self._count(N.SYM_MARKS, pkt.flow_id, n)
         buf[24:26] = ipv4_checksum(buf, 14).to_bytes(2, "big")
         return b"".join((buf, memoryview(pkt.whole)[HEADERS:]))
+
+    def _run_ahead(self, port: int, ahead: bool) -> int:
+        """AheadRunUpdate: the port's run of packets ahead before this one;
+        a packet ahead lengthens it (saturating), any other resets it."""
+        if not 0 <= port < N.NUM_PORTS:
+            return 0                  # BMv2 ignores out-of-range register accesses (reads 0)
+        run = self._ahead_run[port]
+        if not ahead:
+            self._ahead_run[port] = 0
+        elif run != N.RUN_MAX:
+            self._ahead_run[port] = run + 1
+        return run
 
     def _count(self, name: str, index: int, length: int) -> None:
         cells = self.counters[name]

@@ -76,7 +76,7 @@ class Table:
     def __post_init__(self):
         # the program's default action (sym_ecn's with its default parameters)
         if self.spec.default == "set_sym_ecn":
-            self.default = Entry("set_sym_ecn", (p4names.K_SYM_DEFAULT, p4names.PROB_ONE))
+            self.default = Entry("set_sym_ecn", (p4names.K_SYM_DEFAULT, p4names.PROB_ONE, p4names.GATE_DEFAULT))
         else:
             self.default = Entry(self.spec.default, ())
 
