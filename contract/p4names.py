@@ -31,8 +31,8 @@ Control-plane conventions (the same calls on BMv2 and the twin):
   than ``gate`` ECT packets ahead have left its egress port in a row, counted
   per port in the register ``ahead_run``).
   Probabilities are integers in units of 2^-16 (PROB_ONE = always).
-  topologies/switch/program.py turns (Kmin, Kmax, Pmax, K_sym, P_sym) into
-  these entries.
+  topologies/switch/program.py turns (Kmin, Kmax, Pmax, K_sym, P_sym, gate)
+  into these entries.
 - Counters are indexed by flow id (``pkts``, ``step_jumps``, ``sym_marks``,
   ``flow_queue_marks``) or by egress port (``queue_marks``); each counts
   packets and bytes.  ``step_jumps`` counts a flow's packets whose tag is

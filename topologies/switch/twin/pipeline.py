@@ -345,9 +345,8 @@ class Pipeline:
 
     def _run_ahead(self, port: int, ahead: bool) -> int:
         """AheadRunUpdate: the port's run of packets ahead before this one;
-        a packet ahead lengthens it (saturating), any other resets it."""
-        if not 0 <= port < N.NUM_PORTS:
-            return 0                  # BMv2 ignores out-of-range register accesses (reads 0)
+        a packet ahead lengthens it (saturating), any other resets it.  The
+        port is ipv4_forward's 9-bit parameter, so always below NUM_PORTS."""
         run = self._ahead_run[port]
         if not ahead:
             self._ahead_run[port] = 0
