@@ -57,6 +57,9 @@ def scale_advice(spec: C.ExperimentSpec, auto: AutoScale) -> list[str]:
     lines.append(f"at K = {auto.k:g}: the agents hold {agents_memory_bytes(scaled) / 1e9:.2f} GB at once; a batch of "
                  f"{spec.repeats} repeat(s) x {len(spec.variants)} variant(s) takes about {when} on the emulation"
                  + load)
+    if spec.symphony.gate_step:
+        lines.append(f"Symphony's gate at K = {auto.k:g}: {scaled.symphony.gate_pkts} packets "
+                     f"({spec.symphony.gate_step:g} of the step; {spec.symphony.gate_pkts} unscaled)")
     return lines
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+from contract.p4names import RUN_MAX
 from hosts import wire
 from hosts.dcqcn import DEPLOYMENT, Deployment, ecn_thresholds_pkts
 from hosts.udp.params import WIRE_OVERHEAD, UdpParams
@@ -112,3 +113,20 @@ def least_shares_mbit(topo: TopoSpec, jobs: list[PlacedJob]) -> dict[int, float 
     rates = {e: topo.ports(e[0])[e[1]][2].rate_mbit for e in crossing}
     return {job: min((rates[e] / crossing[e] for path in paths for e in path if rates[e]), default=None)
             for job, paths in flows.items()}
+
+
+def gate_pkts(share: float, step_s: float, rate_mbit: float, payload_bytes: int) -> int:
+    """The gate (docs/design.md, "The gate") in data packets: `share` of a
+    step of step_s at rate_mbit, in packets of payload_bytes; at least 1
+    where the share is not 0.  A share of the step, not a count of packets,
+    so the gate lingers the same part of a step after the last flow that is
+    not ahead left the port at any scale: 2,048 packets are 1.6 % of the
+    deployment's step, 15 % of fam_sizes' at K = 15 (experiments/README.md,
+    "The gate").  ValueError past what the gate's register counts."""
+    if share == 0:
+        return 0
+    n = max(1, round(share * step_s * rate_mbit * 1e6 / 8 / payload_bytes))
+    if n > RUN_MAX:
+        raise ValueError(f"symphony.gate_step: {share:g} of the scenario's step is {n} packets, "
+                         f"more than the gate's register counts ({RUN_MAX})")
+    return n

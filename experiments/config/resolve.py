@@ -12,7 +12,7 @@ from pathlib import Path
 from experiments.config import derive, sections
 from experiments.config import schema as S
 from experiments.config.schema import ConfigError
-from experiments.config.spec import ExperimentSpec, JobConfig, job_files
+from experiments.config.spec import ExperimentSpec, JobConfig, gate_pkts, job_files
 from hosts.job import JobError, parse_job
 from hosts.udp.params import UdpParams
 from topologies.spec.placement import JobRequest, place_jobs
@@ -142,5 +142,9 @@ def resolve(raw: dict, source: str = "config") -> ExperimentSpec:
     spec = ExperimentSpec(name=name, seed=seed, repeats=repeats, variants=variants, topology=topology, topo=topo,
                           jobs=jobs, dcqcn=dcqcn, ecn=ecn, symphony=symphony, jitter=entries,
                           runner=sections.runner(raw.get("runner", {})))
+    try:
+        spec = replace(spec, symphony=replace(symphony, gate_pkts=gate_pkts(spec)))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     _check_job_files(spec)
     return replace(spec, sweep=sections.sweep(raw.get("sweep", {}), spec.as_dict(keep_none=True)))

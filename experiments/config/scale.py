@@ -30,7 +30,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 
 from experiments.config.derive import base_rtt_s
-from experiments.config.spec import ExperimentSpec, JobConfig, RunnerParams, scenario_step_s
+from experiments.config.spec import ExperimentSpec, JobConfig, RunnerParams, gate_pkts, scenario_step_s
 from hosts import dcqcn, ring
 from hosts.dcqcn_regime import DEPLOYMENT, Deployment
 from hosts.udp.params import WIRE_OVERHEAD, UdpParams
@@ -204,8 +204,9 @@ def scale(spec: ExperimentSpec, sc: Scaling, d: Deployment = DEPLOYMENT) -> Expe
     runner = RunnerParams(spec.runner.run_deadline_s * sc.time if spec.runner.run_deadline_s else None)
     symphony = spec.symphony
     if sc.deployment:
-        symphony = replace(symphony, k_sym=math.ceil(symphony.k_sym / sc.coarse),
-                           gate_pkts=math.ceil(symphony.gate_pkts / sc.coarse))
-    return replace(spec, topology=topology, topo=build(topology), jobs=tuple(_job(j, sc, d) for j in spec.jobs),
-                   dcqcn=_dcqcn(spec, sc), ecn=_ecn(spec, sc, d), symphony=symphony,
-                   jitter=tuple(_jitter(e, sc) for e in spec.jitter), runner=runner)
+        symphony = replace(symphony, k_sym=math.ceil(symphony.k_sym / sc.coarse))
+    out = replace(spec, topology=topology, topo=build(topology), jobs=tuple(_job(j, sc, d) for j in spec.jobs),
+                  dcqcn=_dcqcn(spec, sc), ecn=_ecn(spec, sc, d), symphony=symphony,
+                  jitter=tuple(_jitter(e, sc) for e in spec.jitter), runner=runner)
+    # the gate is a share of the step: as many of the scaled run's packets as its step holds
+    return replace(out, symphony=replace(symphony, gate_pkts=gate_pkts(out)))

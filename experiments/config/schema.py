@@ -41,7 +41,8 @@ LEAFSPINE_KEYS = ("leaves", "spines")       # only meaningful for kind "leafspin
 JOB_KEYS = {"job", "ranks", "hosts", "placement", "message_bytes", "iterations", "transport", "data_port",
             "udp", "deadlines"}
 ECN_KEYS = {f.name for f in fields(EcnParams)}
-SYMPHONY_KEYS = {f.name for f in fields(SymphonyParams)} - {"enabled"}   # enabled: the variant's
+# enabled: the variant's; gate_pkts: derived from gate_step (experiments.config.spec.gate_pkts)
+SYMPHONY_KEYS = {f.name for f in fields(SymphonyParams)} - {"enabled", "gate_pkts"}
 RUNNER_KEYS = {"run_deadline_s"}
 
 JITTER_KINDS = ("netem", "rate", "cross", "compute")

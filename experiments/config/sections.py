@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.p4names import RUN_MAX
 from contract.tags import TRANSPORTS
 from experiments.config import schema as S
 from experiments.config.schema import ConfigError
@@ -126,8 +125,7 @@ def symphony(raw: Any, topo: TopoParams) -> SymphonyParams:
                           "no queue reaches it, so Symphony would never mark")
     return SymphonyParams(threshold=S.integer("symphony.threshold", s.get("threshold", d["threshold"]), lo=0, hi=255),
                           k_sym=k_sym, p_sym=S.real("symphony.p_sym", s.get("p_sym", d["p_sym"]), lo=0, hi=1),
-                          gate_pkts=S.integer("symphony.gate_pkts", s.get("gate_pkts", d["gate_pkts"]), lo=0,
-                                              hi=RUN_MAX))
+                          gate_step=S.real("symphony.gate_step", s.get("gate_step", d["gate_step"]), lo=0, hi=1))
 
 
 def runner(raw: Any) -> RunnerParams:

@@ -94,7 +94,7 @@ class ExperimentSpec:
         if self.topology.kind != "leafspine":
             del topology["leaves"], topology["spines"]
         symphony = asdict(self.symphony)
-        del symphony["enabled"]
+        del symphony["enabled"], symphony["gate_pkts"]      # the variant's; derived from gate_step
         out = {"name": self.name, "seed": self.seed, "repeats": self.repeats, "variants": list(self.variants),
                "topology": topology, "jobs": [j.as_dict() for j in self.jobs], "dcqcn": dict(self.dcqcn),
                "ecn": asdict(self.ecn), "symphony": symphony, "jitter": copy.deepcopy(list(self.jitter)),
@@ -127,6 +127,19 @@ def scenario_step_s(spec: ExperimentSpec) -> float | None:
     if not rate:
         return None
     return max(dcqcn.step_time_s(j.message_bytes, j.ranks, rate * 1e6) for j in spec.jobs)
+
+
+def gate_pkts(spec: ExperimentSpec) -> int:
+    """symphony.gate_step in the scenario's data packets (derive.gate_pkts):
+    its step at the host line rate over the jobs' largest data payload, so
+    re-derived wherever a scaling changes the step or the packets."""
+    share = spec.symphony.gate_step
+    step = scenario_step_s(spec)
+    if share and step is None:
+        raise ValueError("symphony.gate_step: the gate is a share of the step at topology.host_rate_mbit, "
+                         "and the topology has none")
+    payload = max(j.udp.get("payload_bytes", UdpParams().payload_bytes) for j in spec.jobs)
+    return derive.gate_pkts(share, step or 0.0, spec.topology.host_rate_mbit or 0.0, payload)
 
 
 def step_fraction(spec: ExperimentSpec, js: JobSpec) -> float:

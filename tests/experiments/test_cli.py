@@ -6,6 +6,7 @@ leaves nothing."""
 
 import argparse
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from experiments import cli, cli_common, cli_model, cli_run
 from experiments import config as C
 from experiments import network as N
 from experiments import runner as RN
+from experiments.config.scale import Scaling, scale
 from tests.harness import REPO
 from topologies.network.names import PREFIX
 from topologies.network.shell import list_links
@@ -59,6 +61,19 @@ def test_check_prints_the_resolved_config_and_refuses_a_job_no_run_could_start(t
     r = experiments("check", str(path))
     assert r.returncode == 2 and r.stderr.startswith("config error: jobs[0].udp.mtu:"), r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_check_says_how_many_packets_the_gate_is_at_autos_k(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('[topology]\nkind = "star"\nhosts = 2\nhost_rate_mbit = 10\n' + JOB
+                    + "[symphony]\ngate_step = 0.05\n")
+    r = experiments("check", str(path))
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"Symphony's gate at K = (\S+): (\d+) packets \(0\.05 of the step; (\d+) unscaled\)", r.stderr)
+    assert m, r.stderr
+    spec = C.load(path)
+    # a share of the step: K times the unscaled gate's packets
+    assert int(m[2]) == scale(spec, Scaling(float(m[1]))).symphony.gate_pkts > spec.symphony.gate_pkts == int(m[3])
 
 
 def test_sweep_through_the_cli_loop(tmp_path, monkeypatch, capsys, fake_net):

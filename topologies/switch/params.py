@@ -23,13 +23,17 @@ class EcnParams:
 class SymphonyParams:
     """threshold: steps ahead of the job's frontier a flow may run before it
     is marked; k_sym/p_sym: the queue depth and probability of that mark;
-    gate_pkts: 0 (off), or mark a flow ahead only while fewer than this many
-    ECT packets ahead have left its egress port since one that is not
-    (docs/design.md, "The gate");
+    gate_step: the gate's size as a share of the scenario's ring step (0:
+    off), the config's key; gate_pkts: that share in the scenario's data
+    packets, what the switch installs (derived by experiments.config: 0
+    off, else mark a flow ahead only while fewer than this many ECT packets
+    ahead have left its egress port since one that is not; docs/design.md,
+    "The gate");
     enabled False installs the flows as the baseline (tracked, never marked)."""
 
     threshold: int = 1
     k_sym: int = K_SYM_DEFAULT
     p_sym: float = 1.0
+    gate_step: float = 0.0
     gate_pkts: int = GATE_DEFAULT
     enabled: bool = True

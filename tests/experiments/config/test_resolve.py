@@ -22,7 +22,7 @@ def test_defaults_are_filled_and_hosts_placed(base):
     # 4 x (0.5848 + 0.0256) ms = 2.442 ms, a BDP of 6105 bytes = 4.18 frames
     assert cfg["ecn"] == {"kmin": 13, "kmax": 53, "pmax": 0.2}
     assert cfg["topology"]["queue_depth_pkts"] == 106
-    assert cfg["symphony"] == {"threshold": 1, "k_sym": 1, "p_sym": 1.0, "gate_pkts": 0}
+    assert cfg["symphony"] == {"threshold": 1, "k_sym": 1, "p_sym": 1.0, "gate_step": 0.0}
     job = cfg["jobs"][0]
     # interleaved over the two leaves by the topology builder's placement
     assert job["hosts"] == ["h1", "h3", "h2", "h4"]
@@ -45,8 +45,9 @@ def test_defaults_are_filled_and_hosts_placed(base):
     (lambda r: r.update(variants=["baseline", "fast"]), "variants[1]"),
     (lambda r: r.update(ecn={"kmin": 30, "kmax": 10}), "ecn.kmax"),
     (lambda r: r.update(symphony={"p_sym": 2}), "symphony.p_sym"),
-    (lambda r: r.update(symphony={"gate_pkts": -1}), "symphony.gate_pkts"),
-    (lambda r: r.update(symphony={"gate_pkts": 1 << 16}), "symphony.gate_pkts"),
+    (lambda r: r.update(symphony={"gate_step": -0.1}), "symphony.gate_step"),
+    (lambda r: r.update(symphony={"gate_step": 1.5}), "symphony.gate_step"),
+    (lambda r: r.update(symphony={"gate_pkts": 64}), "symphony.gate_pkts"),     # derived, not a key
     (lambda r: r.update(colour="blue"), "colour"),
     (lambda r: r["topology"].update(spine=1), "topology.spine"),
     (lambda r: r.update(jitter=[{"kind": "rate", "start_s": 0, "duration_s": 1}]), "jitter[0]"),
@@ -131,6 +132,9 @@ def test_defaults_are_the_typed_specs_or_derived(base):
     (lambda r: r.update(dcqcn={"preset": "off", "no_such_field": 1}), r"^dcqcn parameter 'no_such_field'"),
     # what the switches and links can do
     (lambda r: r.update(symphony={"k_sym": 107}), r"^symphony\.k_sym: 107 exceeds topology\.queue_depth_pkts \(106\)"),
+    # the gate's register counts to 65,535: a whole step, a 105 MB chunk, is 75,000 packets of 1,400 bytes
+    (lambda r: r["jobs"][0].update(message_bytes=420_000_000) or r.update(symphony={"gate_step": 1.0}),
+     r"^symphony\.gate_step: 1 of the scenario's step is 75000 packets, more than the gate's register counts"),
     (lambda r: r.update(name="x" * 256), r"^name: 256 bytes long, at most 255"),
     # placement's: two jobs cannot share data or control ports
     (lambda r: r["jobs"].append({"ranks": 2, "message_bytes": 800, "iterations": 1, "data_port": 5001}),

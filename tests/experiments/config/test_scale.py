@@ -28,7 +28,7 @@ def spec(base):
     base["jobs"].append({"ranks": 2, "hosts": ["h1", "h3"], "message_bytes": 8000, "iterations": 3})
     base["dcqcn"] = {"preset": "emulation", "step_ms": 400, "timer_floor_ms": 20, "clamp_target_rate": True}
     base["ecn"] = {"kmin": 10, "kmax": 40}
-    base["symphony"] = {"k_sym": 9, "gate_pkts": 100}
+    base["symphony"] = {"k_sym": 9, "gate_step": 0.25}
     base["jitter"] = [{"kind": "compute", "job": 1, "rank": "random", "iter": 1, "delay_s": [0.5, 1.0]},
                       {"kind": "rate", "pick": "fabric", "start_s": [0.1, 0.3], "duration_s": 0.2, "fraction": 0.5},
                       {"kind": "netem", "pick": "access", "start_s": 0.2, "duration_s": 0.4, "jitter_ms": 2},
@@ -47,6 +47,8 @@ def test_scale_k_multiplies_bytes_and_durations_on_the_same_network(spec):
     assert s.jitter[2]["jitter_ms"] == 2                                     # the network's own: kept
     assert s.jitter[3]["rate_mbit"] == 5 and s.jitter[3]["duration_s"] == 2.0
     assert math.isclose(step_s(s), 4 * step_s(spec))
+    # the gate is a share of the step: 4 times its packets (each count rounded)
+    assert abs(s.symphony.gate_pkts - 4 * spec.symphony.gate_pkts) <= 2 and spec.symphony.gate_pkts > 0
 
 
 def test_a_deadlines_rate_scales_with_the_links_not_the_clock(base):
@@ -97,9 +99,11 @@ def test_coarse_frames_keep_the_deployments_base_rtt_while_their_serialisation_f
 def test_coarse_packets_divide_every_count_in_packets(spec):
     one, coarse = (scale(spec, deployment_scaling(spec, c)) for c in (1, 8))
     assert coarse.ecn.kmin * 8 == one.ecn.kmin and coarse.topology.queue_depth_pkts * 8 == one.topology.queue_depth_pkts
-    # K_sym and the gate round up: a count of 9 or 100 packets is 2 or 13 frames of 8
-    assert (one.symphony.k_sym, one.symphony.gate_pkts) == (9, 100)
-    assert (coarse.symphony.k_sym, coarse.symphony.gate_pkts) == (2, 13)
+    # K_sym rounds up: 9 packets are 2 frames of 8; the gate, a quarter of the
+    # deployment's step (125 MB at 100 Gbit/s in 10 ms), is 31,250 of its
+    # 1,000-byte packets and 3,906 frames of 8
+    assert (one.symphony.k_sym, one.symphony.gate_pkts) == (9, 31250)
+    assert (coarse.symphony.k_sym, coarse.symphony.gate_pkts) == (2, 3906)
     j1, j8 = job_specs(one, {})[0], job_specs(coarse, {})[0]
     assert j8.udp.payload_bytes == 8 * j1.udp.payload_bytes
     # about the same bytes in flight (coarse frames carry fewer header bytes, take longer per hop)
