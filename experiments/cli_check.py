@@ -15,11 +15,10 @@ import tomli_w
 from contract import exits
 from experiments import config as C
 from experiments.cli_common import NOTE, confirm_scale, confirm_up_to, load, say
-from experiments.cli_model import MODEL_ERRORS, planned_schedules
+from experiments.cli_model import MODEL_ERRORS, expected_load
 from experiments.config.machine import agents_memory_bytes, emulation_refusal
-from experiments.config.regime import AutoScale, auto_scale, budget_words, data_packets, wall_time_s
+from experiments.config.regime import AutoScale, auto_scale, budget_words, wall_time_s
 from experiments.config.scale import Scaling, scale
-from experiments.oracle.scenario import predict_repeats
 from experiments.sim import confirm as CF
 from experiments.sim.run import refusal
 from topologies.network.links import VIA_TWIN
@@ -44,11 +43,9 @@ def scale_advice(spec: C.ExperimentSpec, auto: AutoScale) -> list[str]:
     scaled = scale(spec, Scaling(auto.k))
     load = ""
     try:
-        pred = predict_repeats(scaled, planned_schedules(scaled, "soft")[0])
-        end = sum(max(p.baseline.end_s, p.symphony.end_s) for p in pred.repeats.values()) / len(pred.repeats)
+        end, pps = expected_load(scaled)
         wall = wall_time_s(end, spec.repeats * len(spec.variants))
         when = f"{wall / 60:.1f} min" if wall < 3600 else f"{wall / 3600:.1f} h"
-        pps = data_packets(scaled) / end
         load = (f"; its agents send about {pps:,.0f} data packets/s: {budget_words(pps)} (this machine's "
                 "budgets: the most the fidelity monitors find ok on 2 cores, experiments/README.md, "
                 "\"Fidelity at scale\")")

@@ -13,6 +13,7 @@ import time
 from contract import exits
 from experiments import config as C
 from experiments.cli_common import Refused, load
+from experiments.config.regime import data_packets
 from experiments.oracle import ModelError
 from experiments.oracle.scenario import RepeatsPrediction, predict_repeats
 from experiments.plan import SIM, run_plan
@@ -38,6 +39,15 @@ def planned_schedules(spec: C.ExperimentSpec, target: str) -> tuple[dict[int, li
         schedules[rep] = list(plan.schedule)
         notes += [n for n in plan.notes if n not in notes]
     return schedules, notes
+
+
+def expected_load(spec: C.ExperimentSpec) -> tuple[float, float]:
+    """A batch's mean run length (s, the oracle's timeline of every repeat,
+    the longer variant) and its agents' data packets per second over it.
+    ModelError, JobError, TargetError."""
+    pred = predict_repeats(spec, planned_schedules(spec, "soft")[0])
+    end = sum(max(p.baseline.end_s, p.symphony.end_s) for p in pred.repeats.values()) / len(pred.repeats)
+    return end, data_packets(spec) / end
 
 
 def oracle(spec: C.ExperimentSpec, target: str = "auto") -> tuple[RepeatsPrediction, list[str]]:

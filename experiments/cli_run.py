@@ -24,9 +24,9 @@ from experiments import config as C
 from experiments import rundir as R
 from experiments import summary as SU
 from experiments.cli_common import Refused, confirm_scale, confirm_up_to, leave_nothing, load, root_and_target, say
-from experiments.cli_model import MODEL_ERRORS, rank_points
+from experiments.cli_model import MODEL_ERRORS, expected_load, rank_points
 from experiments.config.machine import emulation_refusal
-from experiments.config.regime import auto_scale
+from experiments.config.regime import PACKET_BUDGET_PPS, TARGET_NAMES, auto_scale
 from experiments.config.scale import Scaling, deployment_scaling, scale
 from experiments.config.spec import job_specs
 from experiments.plan import SIM
@@ -39,6 +39,7 @@ from experiments.supervise import REPO, RunResult
 from experiments.tables import fmt
 from hosts.job import JobError
 from topologies.network.links import VIA_TWIN
+from topologies.switch.targets import resolve_target
 
 Points = list[tuple[str | None, C.ExperimentSpec]]
 Scaled = list[tuple[str | None, C.ExperimentSpec, Scaling | None]]
@@ -195,6 +196,24 @@ def _auto(args, label: str | None, spec: C.ExperimentSpec, up_to: float | None,
     return Scaling(c.chosen.k)
 
 
+def over_budget(scaled: Scaled, target: str) -> list[str]:
+    """A line per point whose agents would send more data packets/s than the
+    target carries on this machine: its runs would be fidelity-degraded
+    (the budgets: experiments/README.md, "Fidelity at scale")."""
+    budget, lines = PACKET_BUDGET_PPS[target], []
+    for label, spec, _ in scaled:
+        try:
+            pps = expected_load(spec)[1]
+        except MODEL_ERRORS:
+            continue            # the oracle cannot say; the fidelity monitors will
+        if pps > budget:
+            lines.append(f"{label + ': ' if label else ''}its agents send about {pps:,.0f} data packets/s, over "
+                         f"{TARGET_NAMES[target]}'s {budget:,} on this machine, so expect fidelity-degraded runs; "
+                         "write it at lower link rates (as experiments/configs/victim_straggle8_small_bmv2.toml "
+                         "does the demo; experiments/README.md, \"Fidelity at scale\")")
+    return lines
+
+
 def _factor(text: str) -> float:
     try:
         return float(text)
@@ -223,4 +242,7 @@ def main(args) -> int:
                 raise Refused(f"config error: {why}")
         root_and_target(args)
     scaled, confirmations = scaled_points(args, points)
+    if args.target != SIM:
+        for line in over_budget(scaled, resolve_target(args.target)):
+            print(f"warning: {line}", file=sys.stderr, flush=True)
     return run_points(args, scaled, scenarios=dict(points), confirmations=confirmations)

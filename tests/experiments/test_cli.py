@@ -318,3 +318,16 @@ def test_model_takes_the_schedule_as_the_target_would_apply_it(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "netem on h1-s1 from 0.1 to 0.3 s: not modelled" in r.stderr
     assert json.loads(r.stdout)["notes"] == [r.stderr.strip().removeprefix("note: ")]
+
+
+@pytest.mark.parametrize("name, target, warned", [
+    ("victim_straggle8_small", "bmv2", True),          # about 1,700 data packets/s
+    ("victim_straggle8_small", "soft", False),
+    ("victim_straggle8_small_bmv2", "bmv2", False),    # the same scenario at a third of the rates
+])
+def test_run_warns_where_the_target_cannot_carry_the_batchs_packets(name, target, warned):
+    spec = C.load(REPO / "experiments" / "configs" / f"{name}.toml")
+    lines = cli_run.over_budget([(None, scale(spec, Scaling(50)), Scaling(50))], target)
+    assert bool(lines) == warned, lines
+    if warned:
+        assert re.search(r"about 1,[0-9]{3} data packets/s, over BMv2's 1,000", lines[0]), lines
