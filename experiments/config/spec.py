@@ -134,12 +134,14 @@ def gate_pkts(spec: ExperimentSpec) -> int:
     its step at the host line rate over the jobs' largest data payload, so
     re-derived wherever a scaling changes the step or the packets."""
     share = spec.symphony.gate_step
+    if not share:
+        return 0
     step = scenario_step_s(spec)
-    if share and step is None:
+    if step is None:
         raise ValueError("symphony.gate_step: the gate is a share of the step at topology.host_rate_mbit, "
                          "and the topology has none")
     payload = max(j.udp.get("payload_bytes", UdpParams().payload_bytes) for j in spec.jobs)
-    return derive.gate_pkts(share, step or 0.0, spec.topology.host_rate_mbit or 0.0, payload)
+    return derive.gate_pkts(share, step, spec.topology.host_rate_mbit, payload)
 
 
 def step_fraction(spec: ExperimentSpec, js: JobSpec) -> float:
