@@ -3,11 +3,12 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.setup-stamp
 TARGET  ?= auto
-# BMv2 carries a third of the twin's packets/s on 2 cores: its demo is the same
-# scenario at a third of the rates (experiments/configs/victim_straggle8_small_bmv2.toml)
+# BMv2 carries a tenth of the twin's packets/s on 2 cores: its demo is the same
+# scenario at a third of the rates (experiments/configs/victim_straggle8_small_bmv2.toml);
+# with TARGET=auto on a BMv2 machine, --rate auto slows the twin-sized demo's links to fit
 CONFIG  ?= experiments/configs/victim_straggle8_small$(if $(filter bmv2,$(TARGET)),_bmv2).toml
 PYTEST_ARGS ?=
-DEMO_ARGS ?= --scale auto --repeat 1
+DEMO_ARGS ?= --scale auto --rate auto --repeat 1
 
 .PHONY: setup test demo p4 tofino2 clean-net clean bench bench-victim
 

@@ -57,6 +57,12 @@ class Run:
         return float((self.meta.get("scaling") or {}).get("time", 1.0))
 
     @property
+    def scale_k(self) -> float:
+        """The emulation's --scale K (meta.json's scaling: its bytes factor,
+        which is the time factor but at a --rate other than 1); 1 unscaled."""
+        return float((self.meta.get("scaling") or {}).get("bytes", 1.0))
+
+    @property
     def fidelity(self) -> str | None:
         """meta.json's fidelity verdict (experiments/fidelity.py): "ok",
         "degraded", or None where the run has none."""

@@ -31,7 +31,16 @@ from analysis import regime as rg
 from analysis.markdown import render_markdown
 from analysis.oracle import find_oracle, job_comparison, load_oracle, timeline_events
 from analysis.records import Run, load_run, meta_t0_ns
-from analysis.simulation import DEPLOYMENT_SCALE, config_k, confirmed, find_sim, job_figures, load_sim, verdict
+from analysis.simulation import (
+    DEPLOYMENT_SCALE,
+    config_k,
+    config_rate,
+    confirmed,
+    find_sim,
+    job_figures,
+    load_sim,
+    verdict,
+)
 from analysis.windows import place_compute_jitter
 from contract.files import write_atomic
 
@@ -82,7 +91,8 @@ def analyse_run(run: Run) -> dict[str, Any]:
         "reason": run.reason,
         "target": run.meta.get("target"),
         "seed": run.meta.get("seed"),
-        "scale": run.time_factor,               # the emulation's --scale K
+        "scale": run.scale_k,                   # the emulation's --scale K
+        "time_factor": run.time_factor,         # its clock per second of the config's
         **m.run_metrics(run.events, run.switches, run.config, run.jitter),
     }
     # the regime DCQCN ran in, as the records measure it (analysis.regime)
@@ -217,6 +227,7 @@ def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = No
         row["sim"] = simulated.get(job)
     scale = next((a.get("scale") or 1.0 for a in analysed), 1.0)
     out["sim_k"] = config_k(sim)
+    out["sim_rate"] = config_rate(sim)
     out["sim_verdict"] = verdict(simulated, out["regime"]["verdicts"], scale, out["sim_k"])
     out["sim_confirmed"] = confirmed(simulated, scale, out["sim_k"])
     out["sim_coarse"] = (((sim or {}).get("scales") or {}).get(DEPLOYMENT_SCALE) or {}).get("coarse")
@@ -298,9 +309,9 @@ def _title(run: Run, rm: dict[str, Any]) -> str:
     cct = rm["summary"]["cct_mean_s"]
     status = "" if run.status == "ok" else f"  [{run.status.upper()}: {run.reason}]"
     cct_s = f"mean CCT {cct:.3f} s" if cct is not None else "no completed iteration"
-    k = rm.get("scale", 1.0)
-    # a scaled run's plots keep its own clock; the summary divides by K
-    scaled = f" (scaled x{k:g}: the run's own seconds)" if k != 1.0 else ""
+    k = rm.get("time_factor", 1.0)
+    # a scaled run's plots keep its own clock; the summary divides by the time factor
+    scaled = f" (durations x{k:g}: the run's own seconds)" if k != 1.0 else ""
     return f"{run.variant} - {run.name} - {cct_s}{scaled}{status}"
 
 

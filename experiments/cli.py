@@ -1,9 +1,9 @@
 """python3 -m experiments run CONFIG [--target auto|bmv2|soft|sim] [--repeat N] [--seed S]
                                   [--out DIR] [--sweep] [--rank-by-oracle] [--model-only]
                                   [--fail-fast] [--no-report] [--no-sim]
-                                  [--scale K|auto [--confirm [--confirm-up-to K]]]
+                                  [--scale K|auto [--confirm [--confirm-up-to K]]] [--rate R|auto]
                                   [--deployment [--coarse C]]
-python3 -m experiments check CONFIG [--sweep] [--confirm [--confirm-up-to K] [--out DIR]]
+python3 -m experiments check CONFIG [--sweep] [--rate R] [--confirm [--confirm-up-to K] [--out DIR]]
 python3 -m experiments model CONFIG [--json] [--repeat N] [--seed S] [--target auto|bmv2|soft]
 python3 -m experiments net CONFIG [--cli] [--target auto|bmv2|soft] [--baseline] [--run-dir DIR]
 
@@ -79,6 +79,13 @@ def parse_args(argv):
                      help="(--scale auto) before the runs, climb from auto's K as `check --confirm` does and run "
                           "at the first K whose simulated network agrees with the deployment's within 5 points "
                           "(else the closest); the batch's simulation is then of that K, not of K = 1")
+    for p in (run, check):
+        p.add_argument("--rate", default=None, metavar="R",
+                       help="the scenario on links R times as fast, its durations 1/R times as long (the same "
+                            "scenario in units of its step, R times the packets per second), e.g. 1/3 to keep it "
+                            "within what BMv2 carries on this machine; with --scale K, K times the bytes on those "
+                            "links" + ("; 'auto' (run): the fastest of 1, 1/2, 1/3, ... at which the agents stay "
+                                       "within the target's packet budget" if p is run else ""))
     for p in (run, check):
         p.add_argument("--confirm-up-to", type=float, default=None, metavar="K",
                        help="(--confirm) the largest K to simulate (default: 3 x --scale auto's)")

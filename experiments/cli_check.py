@@ -14,11 +14,19 @@ import tomli_w
 
 from contract import exits
 from experiments import config as C
-from experiments.cli_common import NOTE, confirm_scale, confirm_up_to, load, say
+from experiments.cli_common import NOTE, confirm_scale, confirm_up_to, load, rate_arg, say
 from experiments.cli_model import MODEL_ERRORS, expected_load
 from experiments.config.machine import agents_memory_bytes, emulation_refusal
-from experiments.config.regime import AutoScale, auto_scale, budget_words, wall_time_s
-from experiments.config.scale import Scaling, scale
+from experiments.config.regime import (
+    PACKET_BUDGET_PPS,
+    TARGET_NAMES,
+    AutoScale,
+    auto_rate,
+    auto_scale,
+    budget_words,
+    wall_time_s,
+)
+from experiments.config.scale import at, rate_words, scale
 from experiments.sim import confirm as CF
 from experiments.sim.run import refusal
 from topologies.network.links import VIA_TWIN
@@ -36,12 +44,13 @@ def targets(spec: C.ExperimentSpec) -> str:
 
 
 def scale_advice(spec: C.ExperimentSpec, auto: AutoScale) -> list[str]:
-    """`run --scale auto`'s K (auto), the agents' memory at that K and the
-    batch's expected wall time (the oracle's timeline of the scaled
-    scenario, every repeat and variant, plus each run's set-up)."""
+    """`run --scale auto`'s K (auto, at its --rate), the agents' memory at
+    that K and the batch's expected wall time (the oracle's timeline of the
+    scaled scenario, every repeat and variant, plus each run's set-up); and
+    per target whose packet budget it passes, what `run --rate auto` picks."""
     lines = [auto.describe()]
-    scaled = scale(spec, Scaling(auto.k))
-    load = ""
+    scaled = scale(spec, at(auto.k, auto.rate))
+    load, over = "", []
     try:
         end, pps = expected_load(scaled)
         wall = wall_time_s(end, spec.repeats * len(spec.variants))
@@ -49,25 +58,43 @@ def scale_advice(spec: C.ExperimentSpec, auto: AutoScale) -> list[str]:
         load = (f"; its agents send about {pps:,.0f} data packets/s: {budget_words(pps)} (this machine's "
                 "budgets: the most the fidelity monitors find ok on 2 cores, experiments/README.md, "
                 "\"Fidelity at scale\")")
+        over = [t for t, budget in PACKET_BUDGET_PPS.items() if pps > budget]
     except MODEL_ERRORS as exc:
         when = f"unknown (the oracle: {exc})"
     lines.append(f"at K = {auto.k:g}: the agents hold {agents_memory_bytes(scaled) / 1e9:.2f} GB at once; a batch of "
                  f"{spec.repeats} repeat(s) x {len(spec.variants)} variant(s) takes about {when} on the emulation"
                  + load)
+    lines += [rate_advice(spec, auto, pps, t) for t in over]
     if spec.symphony.gate_step:
         lines.append(f"Symphony's gate at K = {auto.k:g}: {scaled.symphony.gate_pkts} packets "
                      f"({spec.symphony.gate_step:g} of the step; {spec.symphony.gate_pkts} unscaled)")
     return lines
 
 
+def rate_advice(spec: C.ExperimentSpec, auto: AutoScale, pps: float, target: str) -> str:
+    """What `run --scale auto --rate auto` would pick on `target`, from the
+    agents' packets/s at auto's K and rate."""
+    budget = PACKET_BUDGET_PPS[target]
+    rate = auto_rate(pps, budget, auto.rate)
+    try:
+        k = f"K = {auto_scale(spec, rate).k:g}"
+    except ValueError as exc:
+        k = f"no K ({exc})"
+    slower = pps * rate / auto.rate
+    return (f"on {TARGET_NAMES[target]}, `run --scale auto --rate auto` runs it at {rate_words(rate)} of the "
+            f"config's link rates, {k}, about {slower:,.0f} data packets/s"
+            + ("" if slower <= budget else " (the slowest it tries, still over)"))
+
+
 def main(args) -> int:
     up_to = confirm_up_to(args)
+    rate = rate_arg(args.rate)
     for _, spec in load(args, machine=True):
         print(tomli_w.dumps(spec.as_dict()), end="")
-        auto = auto_scale(spec)
+        auto = auto_scale(spec, rate)
         for line in [targets(spec), *scale_advice(spec, auto)]:
             say(line)
-        confirmed = confirm_scale(spec, auto.k, up_to, args.out, VIA_TWIN) if args.confirm else None
+        confirmed = confirm_scale(spec, auto.k, up_to, args.out, VIA_TWIN, rate) if args.confirm else None
         if confirmed:
             c, top = confirmed
             print(f"{NOTE if c.k is not None else 'warning: '}--confirm: {CF.describe(c, top)}", file=sys.stderr)

@@ -7,9 +7,11 @@ the networks it started."""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
+from fractions import Fraction
 from pathlib import Path
 
 from contract import exits
@@ -106,6 +108,20 @@ def say(line: str) -> None:
     print(f"{NOTE}{line}", file=sys.stderr, flush=True)
 
 
+def rate_arg(text: str | None) -> float:
+    """--rate given as a number or a fraction (0.5, 1/3); 1 without it;
+    Refused (one line) otherwise."""
+    if text is None:
+        return 1.0
+    try:
+        rate = float(Fraction(text))
+    except (ValueError, ZeroDivisionError):
+        rate = math.nan
+    if not (math.isfinite(rate) and rate > 0):
+        raise Refused(f"--rate: expected a positive number (0.5, 1/3) or 'auto', got {text!r}")
+    return rate
+
+
 def confirm_up_to(args) -> float | None:
     """--confirm-up-to, checked; Refused (one line) without --confirm or below 0."""
     top = getattr(args, "confirm_up_to", None)
@@ -116,12 +132,13 @@ def confirm_up_to(args) -> float | None:
     return top
 
 
-def confirm_scale(spec: C.ExperimentSpec, k: float, up_to: float | None, out: Path, via: str
+def confirm_scale(spec: C.ExperimentSpec, k: float, up_to: float | None, out: Path, via: str, rate: float = 1.0
                   ) -> tuple[CF.Confirmation, float] | None:
     """--confirm (check, run): the simulation at --scale auto's K (k) and
-    above, up to up_to (default CONFIRM_SPAN x k), against the deployment's,
-    a line per K on stderr (experiments.sim.confirm); the confirmation and
-    its bound, None where the scenario cannot be simulated (said why)."""
+    above, up to up_to (default CONFIRM_SPAN x k), at --rate rate, against
+    the deployment's, a line per K on stderr (experiments.sim.confirm); the
+    confirmation and its bound, None where the scenario cannot be simulated
+    (said why)."""
     why = refusal(spec)
     if why:
         say(f"--confirm: no simulation: {why}")
@@ -132,5 +149,5 @@ def confirm_scale(spec: C.ExperimentSpec, k: float, up_to: float | None, out: Pa
     say(f"--confirm: the simulation on repeat 1's schedule at K = {k:g} and larger up to {top:g}, against the "
         f"deployment's scale (one run per variant and K; cached under {out / SIM_CACHE})")
     c = CF.confirm(spec, k, top, via, out / SIM_CACHE, progress=progress_lines(0, say),
-                   on_rung=lambda so_far: say(f"--confirm: {CF.describe_last(so_far)}"))
+                   on_rung=lambda so_far: say(f"--confirm: {CF.describe_last(so_far)}"), rate=rate)
     return c, top

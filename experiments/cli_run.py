@@ -23,11 +23,20 @@ from contract import exits
 from experiments import config as C
 from experiments import rundir as R
 from experiments import summary as SU
-from experiments.cli_common import Refused, confirm_scale, confirm_up_to, leave_nothing, load, root_and_target, say
+from experiments.cli_common import (
+    Refused,
+    confirm_scale,
+    confirm_up_to,
+    leave_nothing,
+    load,
+    rate_arg,
+    root_and_target,
+    say,
+)
 from experiments.cli_model import MODEL_ERRORS, expected_load, rank_points
 from experiments.config.machine import emulation_refusal
-from experiments.config.regime import PACKET_BUDGET_PPS, TARGET_NAMES, auto_scale
-from experiments.config.scale import Scaling, deployment_scaling, scale
+from experiments.config.regime import PACKET_BUDGET_PPS, TARGET_NAMES, auto_rate, auto_scale
+from experiments.config.scale import Scaling, at, deployment_scaling, rate_words, scale
 from experiments.config.spec import job_specs
 from experiments.plan import SIM
 from experiments.runner import Runner
@@ -157,43 +166,74 @@ def scaled_points(args, points: Points) -> tuple[Scaled, dict[str | None, dict]]
     up_to = confirm_up_to(args)
     if getattr(args, "confirm", False) and args.scale != "auto":
         raise Refused("--confirm: only with --scale auto (it climbs from auto's K)")
+    if getattr(args, "rate", None) is not None and args.deployment:
+        raise Refused("--rate and --deployment: give one (--deployment sets the rates itself)")
     out, confirmations = [], {}
     for label, spec in points:
         try:
+            rate = _rate(args, label, spec)
             if args.deployment:
                 sc = deployment_scaling(spec, args.coarse)
             elif args.scale == "auto":
-                sc = _auto(args, label, spec, up_to, confirmations)
-            elif args.scale is not None:
-                sc = Scaling(_factor(args.scale))
+                sc = _auto(args, label, spec, up_to, confirmations, rate)
+            elif args.scale is not None or rate != 1.0:
+                sc = at(_factor(args.scale) if args.scale is not None else 1.0, rate)
             else:
                 out.append((label, spec, None))
                 continue
             scaled = scale(spec, sc)
             job_specs(scaled, {})
         except (ValueError, JobError) as exc:
-            raise Refused(f"{'--deployment' if args.deployment else f'--scale {args.scale}'}: {exc}") from None
+            what = "--deployment" if args.deployment else f"--scale {args.scale}" if args.scale else "--rate"
+            raise Refused(f"{what}: {exc}") from None
         out.append((label, scaled, sc))
     return out, confirmations
 
 
+def _rate(args, label: str | None, spec: C.ExperimentSpec) -> float:
+    """--rate's factor (1 without it); for 'auto' the target's (said on stderr)."""
+    text = getattr(args, "rate", None)
+    if text is None:
+        return 1.0
+    if text != "auto":
+        return rate_arg(text)
+    if args.target == SIM:
+        say("--rate auto: 1 on the simulation, which has no packet budget to keep within")
+        return 1.0
+    target = resolve_target(args.target)
+    k = 1.0 if args.scale is None else auto_scale(spec).k if args.scale == "auto" else _factor(args.scale)
+    try:
+        pps = expected_load(scale(spec, at(k)))[1]
+    except MODEL_ERRORS as exc:
+        raise Refused(f"--rate auto: the oracle cannot estimate the agents' packets/s ({exc}); give a rate") from None
+    budget = PACKET_BUDGET_PPS[target]
+    rate = auto_rate(pps, budget)
+    where = f"{label}: " if label else ""
+    say(f"{where}--rate auto: {rate_words(rate)} of the config's link rates, "
+        + (f"the fastest at which its agents stay within {TARGET_NAMES[target]}'s {budget:,} data packets/s on this "
+           f"machine (about {pps * rate:,.0f}, from {pps:,.0f} at its own rates)" if pps * rate <= budget else
+           f"the slowest tried, and its agents still send about {pps * rate:,.0f} data packets/s, over "
+           f"{TARGET_NAMES[target]}'s {budget:,}"))
+    return rate
+
+
 def _auto(args, label: str | None, spec: C.ExperimentSpec, up_to: float | None,
-          confirmations: dict[str | None, dict]) -> Scaling:
-    """--scale auto's K, or with --confirm the K the simulation confirms
-    (its record into confirmations[label])."""
-    auto = auto_scale(spec)
+          confirmations: dict[str | None, dict], rate: float = 1.0) -> Scaling:
+    """--scale auto's K at --rate rate, or with --confirm the K the
+    simulation confirms (its record into confirmations[label])."""
+    auto = auto_scale(spec, rate)
     say(auto.describe())
     if not getattr(args, "confirm", False):
-        return Scaling(auto.k)
-    confirmed = confirm_scale(spec, auto.k, up_to, args.out, VIA_TWIN)
+        return at(auto.k, rate)
+    confirmed = confirm_scale(spec, auto.k, up_to, args.out, VIA_TWIN, rate)
     if confirmed is None or confirmed[0].chosen is None:
         say(f"--confirm: nothing confirmed{f' ({CF.describe(*confirmed)})' if confirmed else ''}: the batch runs "
             f"at --scale auto's K = {auto.k:g}")
-        return Scaling(auto.k)
+        return at(auto.k, rate)
     c, top = confirmed
     say(f"--confirm: {CF.describe_choice(c, top)}")
     confirmations[label] = c.as_dict(top)
-    return Scaling(c.chosen.k)
+    return at(c.chosen.k, rate)
 
 
 def over_budget(scaled: Scaled, target: str) -> list[str]:
@@ -209,8 +249,8 @@ def over_budget(scaled: Scaled, target: str) -> list[str]:
         if pps > budget:
             lines.append(f"{label + ': ' if label else ''}its agents send about {pps:,.0f} data packets/s, over "
                          f"{TARGET_NAMES[target]}'s {budget:,} on this machine, so expect fidelity-degraded runs; "
-                         "write it at lower link rates (as experiments/configs/victim_straggle8_small_bmv2.toml "
-                         "does the demo; experiments/README.md, \"Fidelity at scale\")")
+                         "run it at lower link rates (--rate auto picks them; "
+                         "experiments/README.md, \"Fidelity at scale\")")
     return lines
 
 

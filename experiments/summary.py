@@ -35,7 +35,7 @@ from analysis.simulation import SCHEMA as SIM_SCHEMA
 from contract import exits
 from experiments import rundir as R
 from experiments.config import ExperimentSpec, derive
-from experiments.config.scale import Scaling
+from experiments.config.scale import Scaling, rate_words
 from experiments.config.spec import job_specs, step_fraction
 from experiments.fidelity import summary_warnings
 from experiments.oracle import ModelError
@@ -354,8 +354,11 @@ def _print_summary(spec: ExperimentSpec, results: list[RunResult], summ: dict, w
     for line in summary_warnings(results):         # runs whose timing the machine bent
         print(line)
     if summ.get("jobs"):
-        sim_k = summ.get("sim_k") or 1.0
+        sim_k, sim_rate = summ.get("sim_k") or 1.0, summ.get("sim_rate") or 1.0
         at = "the config's rates" if sim_k == 1.0 else f"this batch's K = {sim_k:g}"
+        if sim_rate != 1.0:
+            whose = "the config" if sim_k == 1.0 else "this batch"
+            at = f"{whose}'s K = {sim_k:g} on links at --rate {rate_words(sim_rate)}"
         print("per job, measured (each variant over the same repeats), the flow-level oracle and the simulation "
               f"(at {at} and the deployment's scale) on the same schedules (captured = measured change"
               " / oracle change; efficiency = oracle / measured baseline CCT):")
@@ -425,12 +428,14 @@ def runs_via(results: list[RunResult]) -> str:
 
 
 def _sim(scenario: ExperimentSpec, results: list[RunResult], exp_dir: Path, stamp: str, cache: Path,
-         say: Callable[[str], None], confirmation: dict | None = None) -> tuple[dict | None, Path | None]:
+         say: Callable[[str], None], confirmation: dict | None = None,
+         rate: float = 1.0) -> tuple[dict | None, Path | None]:
     """The simulation's figures on the runs' repeats (experiments.sim.predict),
     written beside them; (document, path), None for what could not be made
     or written.  scenario: the config as given (a scaled batch's too);
     confirmation: a --confirm batch's record, whose K the config's network
-    is simulated at (kept in the document)."""
+    is simulated at (kept in the document); rate: the batch's --rate, which
+    the config's network is simulated at."""
     repeats = sorted({r.repeat for r in results})
     if not repeats or refusal(scenario):
         return None, None
@@ -438,7 +443,7 @@ def _sim(scenario: ExperimentSpec, results: list[RunResult], exp_dir: Path, stam
     k = (confirmation or {}).get("k") or 1.0
     progress = progress_lines(len(SIM_SCALES) * len(repeats) * len(scenario.variants), say)
     try:
-        pred = predict(scenario, repeats, runs_via(results), cache, progress=progress, k=k)
+        pred = predict(scenario, repeats, runs_via(results), cache, progress=progress, k=k, rate=rate)
     except Exception as exc:        # the simulation must not cost the batch its summary
         say(f"simulation failed: {type(exc).__name__}: {exc}")
         return None, None
@@ -529,7 +534,8 @@ def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, 
             oracle, oracle_path = _oracle(spec, results, exp_dir, stamp, say)
             regime, _ = _regime(spec, exp_dir, stamp, say)
             if sim_cache is not None:
-                sim, sim_path = _sim(scenario or spec, results, exp_dir, stamp, sim_cache, say, confirmation)
+                sim, sim_path = _sim(scenario or spec, results, exp_dir, stamp, sim_cache, say, confirmation,
+                                      scaling.rate if scaling and not scaling.deployment else 1.0)
             analysed = analyse(results)
         except KeyboardInterrupt:
             say("interrupted: the summary lists the runs without their analysis")

@@ -110,7 +110,7 @@ def run_means(analysed: list[dict]) -> dict[str, dict[str, list[float]]]:
         for a in ok:
             for job, j in a["summary"]["jobs"].items():
                 if j["cct_mean_s"] is not None:
-                    out.setdefault(v, {}).setdefault(job, []).append(j["cct_mean_s"] / (a.get("scale") or 1.0))
+                    out.setdefault(v, {}).setdefault(job, []).append(j["cct_mean_s"] / (a.get("time_factor") or 1.0))
     return out
 
 
@@ -207,7 +207,8 @@ def print_scenario(name: str, summ: dict, jobs: dict[str, dict], checks: list[di
     print(f"\n{name} (batch {summ.get('stamp')}): {len(runs)} run(s), {not_ok} not ok, {degraded} fidelity degraded")
     scaling = summ.get("scaling") or {}
     if scaling:
-        print(f"  at K = {scaling.get('time'):.4g} (times in the config's units)")
+        rate = f", link rates x{scaling['rate']:.4g}" if scaling.get("rate", 1.0) != 1.0 else ""
+        print(f"  at K = {scaling.get('bytes'):.4g}{rate} (times in the config's units)")
     for line in summ.get("sim_verdict") or []:
         print(f"  {line}")
     rows = [("job", "runs b/s", "baseline s", "Symphony s", "change %", "noise 2SE %", "oracle %",

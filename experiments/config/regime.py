@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from analysis.regime import VERDICT_RATIOS, describe, verdict
 from experiments.config import derive
-from experiments.config.scale import Scaling, scale
+from experiments.config.scale import at, rate_words, scale
 from experiments.config.spec import ExperimentSpec, job_specs, step_fraction
 from hosts import dcqcn
 
@@ -88,9 +88,10 @@ class AutoScale:
     in_regime: bool
     jobs: list[JobRegime]
     fixed: tuple[str, ...] = ()     # ratios off by the same factor at every K tried
+    rate: float = 1.0               # the --rate it was found at
 
     def describe(self) -> str:
-        head = f"--scale auto: K = {self.k:g}"
+        head = f"--scale auto: K = {self.k:g}" + (f" at --rate {rate_words(self.rate)}" if self.rate != 1 else "")
         if self.in_regime:
             return head + (f", the smallest of {LADDER[0]:g}..{LADDER[-1]:g} that puts every job in the "
                            "deployment's regime")
@@ -111,26 +112,27 @@ def _worst(jobs: list[JobRegime]) -> float:
     return max((o["factor"] for j in jobs for o in j.verdict["off"]), default=1.0)
 
 
-def auto_scale(spec: ExperimentSpec) -> AutoScale:
-    """The smallest K of LADDER whose scaled scenario is predicted in regime;
-    where none is, the K whose worst ratio is closest (ties: the smallest),
+def auto_scale(spec: ExperimentSpec, rate: float = 1.0) -> AutoScale:
+    """The smallest K of LADDER whose scaled scenario (at `rate` times its
+    link rates: experiments.config.scale.at) is predicted in regime; where
+    none is, the K whose worst ratio is closest (ties: the smallest),
     naming the ratios no K moved."""
     best: tuple[float, float, list[JobRegime]] | None = None
     first: list[JobRegime] | None = None
     for k in LADDER:
         try:
-            jobs = predicted(scale(spec, Scaling(float(k))))
+            jobs = predicted(scale(spec, at(float(k), rate)))
         except ValueError:          # (a JobError: messages too large to scale further)
             if best is None:
                 raise
             break
         if all(j.verdict["in_regime"] for j in jobs):
-            return AutoScale(float(k), True, jobs)
+            return AutoScale(float(k), True, jobs, rate=rate)
         first = first or jobs
         worst = _worst(jobs)
         if best is None or worst < best[0] * (1 - 1e-9):
             best = (worst, float(k), jobs)
-    return AutoScale(best[1], False, best[2], _fixed(first, jobs))     # jobs: the last K that scaled
+    return AutoScale(best[1], False, best[2], _fixed(first, jobs), rate)     # jobs: the last K that scaled
 
 
 def _fixed(first: list[JobRegime], last: list[JobRegime]) -> tuple[str, ...]:
@@ -162,6 +164,20 @@ def wall_time_s(oracle_end_s: float, runs: int, per_run_s: float = 10.0) -> floa
 # than 1,540-1,560/s through (0.21-0.43 of the bound).
 PACKET_BUDGET_PPS = {"soft": 10_000, "bmv2": 1_000}
 TARGET_NAMES = {"soft": "the soft target", "bmv2": "BMv2"}
+
+
+# the rates --rate auto tries, fastest first: the first whose agents stay
+# within the target's budget (PACKET_BUDGET_PPS)
+RATE_LADDER = (1, 1 / 2, 1 / 3, 1 / 4, 1 / 5, 1 / 6, 1 / 8, 1 / 10, 1 / 15, 1 / 20)
+
+
+def auto_rate(pps: float, budget: float, rate: float = 1.0) -> float:
+    """--rate auto: the first of RATE_LADDER no faster than `rate` at which
+    agents that send `pps` data packets/s at `rate` send no more than
+    `budget`; the slowest where none does.  Their packets/s go as the rate
+    (every duration scales by 1 / rate; the link delays, a small part of a
+    run, do not, so this overestimates a little)."""
+    return next((r for r in RATE_LADDER if r <= rate and pps * r / rate <= budget), RATE_LADDER[-1])
 
 
 def budget_words(pps: float) -> str:

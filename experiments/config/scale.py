@@ -10,6 +10,11 @@ lasts t times as long, and everything else happens at the same point of it.
 - ``--scale K``: t = K, r = 1.  Same network, K times the bytes per step, so
   steps are K times as many RTTs and DCQCN periods long (link delays and
   the machine's timer floor stay: they are the network's and the machine's).
+- ``--rate R`` (with ``--scale K``: ``at(K, R)``): t = K / R, r = R.  The
+  network's links R times as fast, the bytes K times, so a step lasts K / R
+  times as long and the agents send R times the data packets per second:
+  R < 1 keeps a scenario within what an emulation target carries on this
+  machine (BMv2: experiments/README.md, "Fidelity at scale").
 - ``--deployment``: the declared deployment (hosts.dcqcn_regime.DEPLOYMENT)
   runs the scenario: host links at its line rate, every other link at the
   same ratio to them; t so that a step at line rate lasts as long as the
@@ -77,6 +82,17 @@ class Scaling:
 
     def as_dict(self) -> dict:
         return {**asdict(self), "bytes": self.bytes}
+
+
+def at(k: float, rate: float = 1.0) -> Scaling:
+    """``--scale K --rate R``: K times the bytes on links R times as fast."""
+    return Scaling(time=k / rate, rate=rate)
+
+
+def rate_words(rate: float) -> str:
+    """A --rate as it is written: 1/3 for a third, 0.75 for what is not one over a whole number."""
+    inv = 1 / rate
+    return f"1/{round(inv)}" if rate < 1 and math.isclose(inv, round(inv)) else f"{rate:g}"
 
 
 def step_s(spec: ExperimentSpec) -> float:

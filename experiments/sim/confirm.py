@@ -24,7 +24,7 @@ from pathlib import Path
 from analysis.simulation import AGREE_POINTS, DEPLOYMENT_SCALE
 from experiments.config import ExperimentSpec
 from experiments.config.regime import LADDER
-from experiments.config.scale import Scaling, scale
+from experiments.config.scale import at, scale
 from experiments.sim.predict import PREDICTION_COARSE, Task, job_changes, run_all, tasks
 
 
@@ -88,16 +88,17 @@ def _errors(todo: list[Task], results: dict[Task, dict]) -> tuple[str, ...]:
     return tuple(f"{t.scale} {t.variant}: {results[t]['error']}" for t in todo if "error" in results.get(t, {}))
 
 
-def at_k(spec: ExperimentSpec, k: float, repeat: int, via: str) -> list[Task]:
+def at_k(spec: ExperimentSpec, k: float, repeat: int, via: str, rate: float = 1.0) -> list[Task]:
     """Both variants of one repeat, simulated on the network the emulation
-    runs at --scale k (times then in the config's units, as a batch's)."""
-    sc = Scaling(float(k))
+    runs at --scale k --rate rate (times then in the config's units, as a
+    batch's)."""
+    sc = at(float(k), rate)
     return [Task(f"K={k:g}", repeat, v, scale(spec, sc), sc, via) for v in spec.variants]
 
 
 def confirm(spec: ExperimentSpec, start_k: float, up_to: float, via: str, cache: Path, *, repeat: int = 1,
             coarse: int = PREDICTION_COARSE, progress: Callable[[Task, dict], None] = lambda t, r: None,
-            on_rung: Callable[[Confirmation], None] = lambda c: None) -> Confirmation:
+            on_rung: Callable[[Confirmation], None] = lambda c: None, rate: float = 1.0) -> Confirmation:
     """The deployment's changes, then each rung's, until one agrees (module
     docstring).  on_rung(the confirmation so far) once the deployment's
     changes are known and after each rung."""
@@ -110,7 +111,7 @@ def confirm(spec: ExperimentSpec, start_k: float, up_to: float, via: str, cache:
     if errors:
         return Confirmation(deployment, (), errors)
     for k in rungs_from(start_k, up_to):
-        todo = at_k(spec, k, repeat, via)
+        todo = at_k(spec, k, repeat, via, rate)
         results = run_all(todo, cache, progress=progress)
         changes = _changes(todo, results, todo[0].scale)
         gaps = {job: abs(changes[job] - there) if changes.get(job) is not None and there is not None else None

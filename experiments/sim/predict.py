@@ -31,7 +31,7 @@ from analysis.metrics import run_metrics
 from analysis.records import load_run
 from analysis.simulation import CONFIG_SCALE, DEPLOYMENT_SCALE, SCALES
 from experiments.config import ExperimentSpec, job_specs
-from experiments.config.scale import Scaling, deployment_scaling, scale
+from experiments.config.scale import Scaling, at, deployment_scaling, scale
 from experiments.jitter import schedule as J
 from experiments.plan import run_plan, wall_deadline_s
 from experiments.sim.run import run_sim
@@ -144,11 +144,12 @@ def run_cached(task: Task, cache: Path) -> dict:
 
 
 def tasks(spec: ExperimentSpec, repeats: list[int], via: str, coarse: int = PREDICTION_COARSE,
-          scales: tuple[str, ...] = SCALES, k: float = 1.0) -> list[Task]:
+          scales: tuple[str, ...] = SCALES, k: float = 1.0, rate: float = 1.0) -> list[Task]:
     """Every (scale, repeat, variant) of a batch's prediction; the config's
-    network at --scale k (a confirmed batch's K; else its own, unscaled)."""
+    network at --scale k (a confirmed batch's K; else its own, unscaled) and
+    --rate rate (the batch's)."""
     dep = deployment_scaling(spec, coarse)
-    at_k = Scaling(float(k))
+    at_k = at(float(k), rate)
     scaled = {CONFIG_SCALE: (spec, None) if at_k.identity else (scale(spec, at_k), at_k),
               DEPLOYMENT_SCALE: (scale(spec, dep), dep)}
     return [Task(name, rep, v, *scaled[name], via) for name in scales for rep in repeats for v in spec.variants]
@@ -156,14 +157,15 @@ def tasks(spec: ExperimentSpec, repeats: list[int], via: str, coarse: int = PRED
 
 def predict(spec: ExperimentSpec, repeats: list[int], via: str, cache: Path, workers: int | None = None,
             progress: Callable[[Task, dict], None] = lambda t, r: None, coarse: int = PREDICTION_COARSE,
-            scales: tuple[str, ...] = SCALES, k: float = 1.0) -> dict:
+            scales: tuple[str, ...] = SCALES, k: float = 1.0, rate: float = 1.0) -> dict:
     """The simulation's figures for a batch (module docstring), as
     {"scales": {scale: {"jobs": {job: {baseline_cct_s, symphony_cct_s,
-    cct_change_pct}}, "k" | "coarse"}}, "runs": [...]}; the config's
-    network at --scale k; progress(task, result) after each."""
-    todo = tasks(spec, repeats, via, coarse, scales, k)
+    cct_change_pct}}, "k", "rate" | "coarse"}}, "runs": [...]}; the
+    config's network at --scale k --rate rate; progress(task, result) after
+    each."""
+    todo = tasks(spec, repeats, via, coarse, scales, k, rate)
     out = summarise(spec, todo, run_all(todo, cache, workers, progress))
-    out["scales"][CONFIG_SCALE]["k"] = float(k)
+    out["scales"][CONFIG_SCALE].update(k=float(k), rate=float(rate))
     return out
 
 

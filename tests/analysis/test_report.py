@@ -184,8 +184,18 @@ def test_single_job_report_has_no_per_job_tables(tmp_path):
 def test_a_scaled_runs_plot_title_names_its_clock():
     """A scaled run's plots keep the run's own clock (the summary gives the
     config's units, divided by K), and their titles say so."""
-    run = Run(Path("20261126T122042Z-baseline-rep1"), meta={"status": "ok", "scaling": {"time": 30.0}})
+    run = Run(Path("20261126T122042Z-baseline-rep1"), meta={"status": "ok", "scaling": {"time": 30.0, "bytes": 30.0}})
     scaled = analyse_run(run) | {"summary": {"cct_mean_s": 83.085}}
     assert scaled["scale"] == 30.0
-    assert "mean CCT 83.085 s (scaled x30: the run's own seconds)" in _title(run, scaled)
-    assert "scaled" not in _title(run, scaled | {"scale": 1.0})
+    assert "mean CCT 83.085 s (durations x30: the run's own seconds)" in _title(run, scaled)
+    assert "durations" not in _title(run, scaled | {"time_factor": 1.0})
+
+
+def test_a_run_at_a_lower_rate_is_at_its_k_with_its_clock_k_over_r():
+    """--scale 50 --rate 1/3: K (the bytes' factor, what the simulation's K
+    is compared with) is 50; the run's clock runs 150 times the config's."""
+    meta = {"status": "ok", "scaling": {"time": 150.0, "rate": 1 / 3, "bytes": 50.0}}
+    run = Run(Path("20261126T122042Z-baseline-rep1"), meta=meta)
+    a = analyse_run(run)
+    assert (a["scale"], a["time_factor"]) == (50.0, 150.0)
+    assert "(durations x150: the run's own seconds)" in _title(run, a | {"summary": {"cct_mean_s": 1.0}})

@@ -39,7 +39,7 @@ def test_the_standard_error_is_of_the_per_run_means_over_the_baseline():
 
 def test_a_scaled_runs_means_are_in_the_configs_units_as_the_summarys():
     def run(variant, cct, scale):
-        return {"variant": variant, "status": "ok", "fidelity": "ok", "scale": scale,
+        return {"variant": variant, "status": "ok", "fidelity": "ok", "time_factor": scale,
                 "summary": {"jobs": {"2": {"cct_mean_s": cct}}}}
     # a demo batch at K = 50 printed the victim 0.571 +- 0.367 s: the spread in
     # the runs' own seconds beside a mean in the config's
