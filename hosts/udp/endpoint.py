@@ -78,10 +78,16 @@ class Endpoint:
         return done
 
     def quiet_at(self, since: float, idle_s: float) -> float:
-        """When the predecessor will have been quiet for idle_s (counting from
-        its last data packet, or `since` if later): how long a rank that has
-        finished keeps acknowledging (it may have missed our last ACK)."""
-        return max(self.receiver.last_data, since) + idle_s
+        """How long a rank that has finished keeps acknowledging and
+        resending: until the predecessor has been quiet for idle_s (counting
+        from its last data packet, or `since` if later: it may have missed
+        our last ACK), and while a step of ours is not all acknowledged,
+        until the successor has acknowledged nothing new for idle_s (it may
+        still miss our last packets: leaving then stranded it until its
+        step deadline, as a simulated squeeze at 5 Mbit/s showed)."""
+        t = max(self.receiver.last_data, since) + idle_s
+        pending = [f.progress_at for f in self.sender.flows.values() if not f.done]
+        return max(t, max(pending + [since]) + idle_s) if pending else t
 
     def recv_done(self, step: int) -> bool:
         return self.receiver.done(step)

@@ -121,3 +121,22 @@ def test_rtt_samples_are_counted_for_the_stats_event():
         assert 4000 <= c["rtt_min_us"] <= c["rtt_sum_us"] / c["rtt_samples"]
         # plus at most the ACK delay and pacing
         assert 4000 <= c["rtt_srtt_us"] < 4000 + UdpParams().ack_delay_ms * 1000 + 3000
+
+
+def test_a_finished_rank_lingers_while_its_successor_still_acknowledges_new_data():
+    """A rank that has finished stays while its last step is not all
+    acknowledged and its successor still acknowledges new data (leaving
+    stranded the successor until its step deadline); it goes once
+    everything is acknowledged, or once the successor has acknowledged
+    nothing new for idle_s."""
+    ep, _ = lone_endpoint()
+    assert ep.quiet_at(1.0, 0.3) == pytest.approx(1.3)           # nothing sent: the predecessor alone
+    ep.start_send(3, bytes(2800), 1.0)
+    ep.service(1.0)
+    assert ep.quiet_at(1.0, 0.3) == pytest.approx(1.3)           # no ACK yet: idle_s from the linger's start
+    part = wire.pack_ack(3, 2, 3, 1400)                          # the first of two packets
+    ep.on_ctrl_packet(part, len(part), "10.0.0.3", PORT, 2.0)
+    assert ep.quiet_at(1.0, 0.3) == pytest.approx(2.3)           # new data acknowledged at 2.0: stays
+    done = wire.pack_ack(3, 2, 3, 2800, 0, wire.ACK_COMPLETE)
+    ep.on_ctrl_packet(done, len(done), "10.0.0.3", PORT, 2.1)
+    assert ep.send_done(3) and ep.quiet_at(1.0, 0.3) == pytest.approx(1.3)
