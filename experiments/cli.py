@@ -3,7 +3,7 @@
                                   [--fail-fast] [--no-report] [--no-sim]
                                   [--scale K|auto [--confirm [--confirm-up-to K]]] [--rate R|auto]
                                   [--deployment [--coarse C]]
-python3 -m experiments check CONFIG [--sweep] [--rate R] [--confirm [--confirm-up-to K] [--out DIR]]
+python3 -m experiments check CONFIG [--sweep] [--rate R|auto] [--confirm [--confirm-up-to K] [--out DIR]]
 python3 -m experiments model CONFIG [--json] [--repeat N] [--seed S] [--target auto|bmv2|soft]
 python3 -m experiments net CONFIG [--cli] [--target auto|bmv2|soft] [--baseline] [--run-dir DIR]
 
@@ -84,8 +84,10 @@ def parse_args(argv):
                        help="the scenario on links R times as fast, its durations 1/R times as long (the same "
                             "scenario in units of its step, R times the packets per second), e.g. 1/3 to keep it "
                             "within what BMv2 carries on this machine; with --scale K, K times the bytes on those "
-                            "links" + ("; 'auto' (run): the fastest of 1, 1/2, 1/3, ... at which the agents stay "
-                                       "within the target's packet budget" if p is run else ""))
+                            "links; 'auto'" + (": the fastest of 1, 1/2, 1/3, ... at which the agents stay within the "
+                                              "target's packet budget" if p is run else
+                                              ": the config's rates, and what `run --rate auto` picks for each "
+                                              "target whose budget they pass"))
     for p in (run, check):
         p.add_argument("--confirm-up-to", type=float, default=None, metavar="K",
                        help="(--confirm) the largest K to simulate (default: 3 x --scale auto's)")

@@ -88,7 +88,7 @@ def rate_advice(spec: C.ExperimentSpec, auto: AutoScale, pps: float, target: str
 
 def main(args) -> int:
     up_to = confirm_up_to(args)
-    rate = rate_arg(args.rate)
+    rate = 1.0 if args.rate == "auto" else rate_arg(args.rate)     # auto: the advice lines say what run picks
     for _, spec in load(args, machine=True):
         print(tomli_w.dumps(spec.as_dict()), end="")
         auto = auto_scale(spec, rate)

@@ -92,6 +92,8 @@ def test_check_says_what_rate_auto_picks_where_a_budget_is_passed():
     assert r.returncode == 0, r.stderr
     assert "note: on BMv2, `run --scale auto --rate auto` runs it at 1/2 of the config's link rates, K = 50" \
         in r.stderr
+    auto = experiments("check", str(DEMO), "--rate", "auto")       # the config's rates, and the same advice
+    assert auto.returncode == 0 and auto.stderr == r.stderr, auto.stderr
     r = experiments("check", str(DEMO), "--rate", "1/3")
     assert "K = 50 at --rate 1/3" in r.stderr and "within BMv2's 1,000" in r.stderr and "--rate auto" not in r.stderr
 
