@@ -123,11 +123,16 @@ def _disagree(job: str, here: float, there: float, off: list[dict[str, Any]], sc
     return line
 
 
+def _config_factor(doc: dict[str, Any] | None, key: str) -> float:
+    """A factor the document's ``config`` figures are of (1 where it does not say)."""
+    return float(((((doc or {}).get("scales") or {}).get(CONFIG_SCALE) or {}).get(key)) or 1.0)
+
+
 def config_k(doc: dict[str, Any] | None) -> float:
     """The K the document's ``config`` figures are of (1 where it does not say)."""
-    return float(((((doc or {}).get("scales") or {}).get(CONFIG_SCALE) or {}).get("k")) or 1.0)
+    return _config_factor(doc, "k")
 
 
 def config_rate(doc: dict[str, Any] | None) -> float:
     """The --rate the document's ``config`` figures are of (1 where it does not say)."""
-    return float(((((doc or {}).get("scales") or {}).get(CONFIG_SCALE) or {}).get("rate")) or 1.0)
+    return _config_factor(doc, "rate")
