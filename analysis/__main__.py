@@ -1,7 +1,8 @@
 """python3 -m analysis report RUN_DIR [RUN_DIR ...] [--out DIR] [--oracle FILE]
 python3 -m analysis synth OUT_DIR   (made-up runs, to try the report without a network)
 python3 -m analysis rates RUN_DIR [RUN_DIR ...] [--window S] [--windows N]
-    (per job and time window: its busy senders' DCQCN rates, CNPs, steps ended)
+    (per job and time window: its busy senders' DCQCN rates, CNPs, steps ended;
+    then how long CNPs took from receiver to sender)
 
 Exit codes (contract.exits): 0 the report was written (the runs it counts as
 ok are in it); 2 a path that is not a run directory, runs in different

@@ -21,6 +21,7 @@ Definitions (all per job, ranks = the ranks that logged events for it):
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
 from collections.abc import Iterable
@@ -213,6 +214,29 @@ def cnp_counts(events: list[Event]) -> dict[str, Any]:
         "rx": sum(v["rx"] for v in per_rank.values()),
         "per_rank": {str(r): v for r, v in sorted(per_rank.items())},
     }
+
+
+def cnp_delays(events: list[Event]) -> list[int]:
+    """How long each CNP took from the receiver that sent it (dir "tx") to
+    the sender it was for (dir "rx", peer = that receiver), ns: the time to
+    that sender's next CNP from that receiver (a CNP carries nothing to tell
+    it apart; one lost on the way counts until the next arrives).  Both ends
+    read one clock (a machine's, or the simulation's)."""
+    sent: dict[tuple, list[int]] = defaultdict(list)
+    got: dict[tuple, list[int]] = defaultdict(list)
+    for e in _of_kind(events, "cnp"):
+        if e.get("dir") == "tx":
+            sent[(e["job"], e["rank"], e.get("peer"))].append(e["t"])
+        elif e.get("dir") == "rx":
+            got[(e["job"], e.get("peer"), e["rank"])].append(e["t"])
+    out = []
+    for key, times in sent.items():
+        arrivals = sorted(got.get(key, ()))
+        for t in times:
+            i = bisect.bisect_left(arrivals, t)
+            if i < len(arrivals):
+                out.append(arrivals[i] - t)
+    return sorted(out)
 
 
 MARK_CAUSES = ("sym_marks", "queue_marks")

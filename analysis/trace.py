@@ -6,7 +6,7 @@ moves a job's CCT: `python3 -m analysis rates BASELINE_RUN SYMPHONY_RUN`."""
 
 from __future__ import annotations
 
-from analysis.metrics import NS, by_job, link_rate_bps, rate_windows
+from analysis.metrics import NS, by_job, cnp_delays, link_rate_bps, rate_windows
 from analysis.records import Run
 
 
@@ -26,4 +26,20 @@ def rate_table(run: Run, window_s: float, count: int) -> str:
             r = rows[j]
             cells += [f"{r['rc_sum_bps'][w] / 1e9:.3g}", f"{r['cnp_rx'][w]:.0f}", f"{r['steps_ended'][w]:.0f}"]
         lines.append("  ".join(f"{c:>14}" for c in cells))
+    lines.append(cnp_delay_line(run))
     return "\n".join(lines)
+
+
+def cnp_delay_line(run: Run) -> str:
+    """The feedback loop's delay: CNPs from receiver to sender, quantiles
+    in ms of the config's time (a congested port that queues them behind
+    data shows here: topology.control_priority)."""
+    d = cnp_delays(run.events)
+    if not d:
+        return "CNPs from receiver to sender: none"
+    f = run.time_factor
+
+    def ms(q: float) -> str:
+        return f"{d[min(len(d) - 1, int(q * len(d)))] / f / 1e6:.3g}"
+    return (f"CNPs from receiver to sender (ms of the config's time, {len(d):,} CNPs): "
+            f"p50 {ms(0.5)}, p90 {ms(0.9)}, p99 {ms(0.99)}")

@@ -43,6 +43,7 @@ def topology(raw: Any, derived_depth: int | None = None) -> TopoParams:
         out[key] = S.real(f"topology.{key}", t.get(key, d[key]), lo=0)
     default_depth = d["queue_depth_pkts"] if derived_depth is None else derived_depth
     out["queue_depth_pkts"] = S.integer("topology.queue_depth_pkts", t.get("queue_depth_pkts", default_depth), lo=1)
+    out["control_priority"] = S.boolean("topology.control_priority", t.get("control_priority", d["control_priority"]))
     return TopoParams(**out)
 
 

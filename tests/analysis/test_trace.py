@@ -46,3 +46,13 @@ def test_the_cli_prints_a_table_per_run_and_refuses_a_directory_that_is_no_run(t
     assert main(["rates", str(tmp_path)]) == exits.USAGE
     assert "not a run directory" in capsys.readouterr().err
     assert main(["rates", str(runs[0]), "--window", "0"]) == exits.USAGE
+
+
+def test_a_cnps_delay_is_from_its_receivers_tx_to_the_senders_next_rx_from_that_receiver():
+    events = [ev(1.0, "cnp", rank=1, dir="tx", peer=0), ev(1.25, "cnp", rank=0, dir="rx", peer=1),
+              ev(2.0, "cnp", rank=1, dir="tx", peer=0),                   # lost: counts until the next one
+              ev(3.0, "cnp", rank=1, dir="tx", peer=0), ev(3.5, "cnp", rank=0, dir="rx", peer=1),
+              ev(3.1, "cnp", rank=2, dir="rx", peer=1),                   # from rank 1 to another sender
+              ev(4.0, "cnp", rank=1, dir="tx", peer=0),                   # never arrived: no figure
+              ev(1.0, "cnp", rank=1, job=2, dir="tx", peer=0)]           # another job's ring
+    assert m.cnp_delays(events) == [S // 4, S // 2, 3 * S // 2]

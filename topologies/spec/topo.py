@@ -24,7 +24,10 @@ class TopoError(ValueError):
 class TopoParams:
     """A [topology] table.  Rates in Mb/s (None: unlimited; fabric None:
     the host rate), delays in ms, the queue depth in packets (BMv2's default);
-    leaves and spines count for leafspine only."""
+    leaves and spines count for leafspine only.  control_priority: control
+    frames (ACKs, CNPs) leave every switch port ahead of queued data, as
+    BMv2's control-frame queue always lets them (topologies.switch.bmv2);
+    off, the twin's ports are one first-in first-out queue."""
 
     kind: str
     hosts: int
@@ -35,6 +38,7 @@ class TopoParams:
     queue_depth_pkts: int = 64
     leaves: int = 2
     spines: int = 1
+    control_priority: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ class TopoSpec:
     links: list[LinkSpec]
     queue_depth: int                              # packets, every switch egress queue
     params: dict = field(default_factory=dict)    # derived figures: leafspine oversubscription
+    control_priority: bool = False                # TopoParams.control_priority
 
     # --- lookups -------------------------------------------------------------
     def host(self, name: str) -> HostSpec:
@@ -181,7 +186,7 @@ def build(p: TopoParams) -> TopoSpec:
             for spine in spines:
                 b.link(leaf, spine, FABRIC_LINK)
         params["oversubscription"] = oversubscription(b, leaves, p.spines)
-    return TopoSpec(p.kind, b.hosts, b.switches, b.links, p.queue_depth_pkts, params)
+    return TopoSpec(p.kind, b.hosts, b.switches, b.links, p.queue_depth_pkts, params, p.control_priority)
 
 
 def oversubscription(b: _Builder, leaves: list[str], n_spines: int) -> dict[str, float | None]:

@@ -29,7 +29,7 @@ from topologies.network.intf import switch_port_commands
 from topologies.network.names import check_ifname
 from topologies.network.shell import sh, stop_child
 from topologies.network.state import StateFile
-from topologies.switch.bmv2 import CTRL_FRAME_BYTES, Bmv2Client, free_tcp_port, simple_switch_command
+from topologies.switch.bmv2 import Bmv2Client, free_tcp_port, is_ctrl_frame, simple_switch_command
 from topologies.switch.conformance import SKIPPED, TargetTooSlow
 from topologies.switch.targets import BMV2_JSON, REPO_ROOT, build_bmv2_program
 from topologies.switch.twin import packets
@@ -244,7 +244,7 @@ class Bmv2Target(WireTarget):
     def queue_of(frame: bytes) -> int:
         """The priority queue the program puts a frame in (p4/v1model/main.p4):
         1 for a control-size frame that is not ECN-capable, else 0."""
-        return int(16 <= len(frame) <= CTRL_FRAME_BYTES and frame[15] & 3 == 0)
+        return int(is_ctrl_frame(frame))
 
     def hold_queue(self, port: int, frame: bytes, qdepth: int, egress: int) -> float:
         tx = self.socks[port]

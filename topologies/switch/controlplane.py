@@ -116,6 +116,7 @@ class PortQueue:
     depth: int
     bps: int | None = None   # the same rate in bits/s (the twin's unit); None: unlimited
     ctrl_pps: int | None = None   # bmv2's control-frame queue at that port; None: unlimited
+    ctrl_lane: bool = False       # the twin: control frames ahead of data (bmv2 always)
 
 
 @dataclass
@@ -213,7 +214,8 @@ def port_queues(topo: TopoSpec, packet_bytes: int = ASSUMED_PACKET_BYTES) -> dic
     out = {}
     for sw in topo.switches:
         out[sw.name] = [PortQueue(port, link.name, rate_to_pps(link.rate_mbit, packet_bytes), topo.queue_depth,
-                                  rate_to_bps(link.rate_mbit), rate_to_ctrl_pps(link.rate_mbit))
+                                  rate_to_bps(link.rate_mbit), rate_to_ctrl_pps(link.rate_mbit),
+                                  topo.control_priority)
                         for port, (_, _, link) in sorted(topo.ports(sw.name).items())]
     return out
 
@@ -266,6 +268,8 @@ def install(client, plan: SwitchPlan, ecn: EcnParams, symphony: SymphonyParams, 
         if q.port < 1:
             raise ValueError(f"switch {plan.name}: egress port {q.port} (0 means 'all ports' to Thrift)")
         client.set_queue_depth(q.depth, q.port)
+        if rate_unit == "bps" and q.ctrl_lane:
+            client.set_ctrl_lane(True, q.port)
         if rate_unit == "bps" and q.bps:
             client.set_queue_rate_bps(q.bps, q.port)
         elif rate_unit == "pps" and q.pps:

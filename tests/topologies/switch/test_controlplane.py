@@ -158,6 +158,27 @@ def test_queue_rate_and_depth_per_port_never_port_zero(installed):
     assert client.of("set_queue_rate_bps") == []
 
 
+def test_control_priority_gives_the_twins_ports_a_control_lane_and_bmv2_nothing_new():
+    t = leafspine(4, 2, 1, rate=12, fabric_rate_mbit=6, queue_depth_pkts=40, control_priority=True)
+    plan = cp.plan(t, place(t, 4), SymphonyParams())["l1"]
+    assert all(q.ctrl_lane for q in plan.queues)
+    twin, bmv2 = Recorder(), Recorder()
+    cp.install(twin, plan, ECN, SymphonyParams(), rate_unit="bps")
+    cp.install(bmv2, plan, ECN, SymphonyParams(), rate_unit="pps")
+    assert twin.of("set_ctrl_lane") == [(True, 1), (True, 2), (True, 3)]
+    assert bmv2.of("set_ctrl_lane") == []           # its control-frame queue is the program's
+    off = cp.plan(leafspine(4, 2, 1, rate=12), place(t, 4), SymphonyParams())["l1"]
+    assert not any(q.ctrl_lane for q in off.queues)
+
+
+def test_the_twins_control_frames_are_the_programs():
+    def frame(n, ecn):
+        return packets.build("10.0.0.1", "10.0.0.2", ecn=ecn, frame_len=n)
+    assert bmv2.is_ctrl_frame(frame(70, 0)) and bmv2.is_ctrl_frame(frame(128, 0))
+    assert not bmv2.is_ctrl_frame(frame(129, 0))                         # too long
+    assert not bmv2.is_ctrl_frame(frame(70, 2)) and not bmv2.is_ctrl_frame(frame(1462, 2))   # ECN-capable
+
+
 def test_bmv2_control_frame_queue_agrees_with_the_program():
     """The control plane's idea of the control-frame queue is the v1model
     program's (p4/v1model/main.p4's SYM_V1_CTRL_* and its priority rule)."""

@@ -127,6 +127,11 @@ class TwinClient:
         None: unlimited.  BMv2 has only set_queue_rate (packets/s)."""
         return self._call("set_queue_rate_bps", None if bps is None else float(bps), egress_port)
 
+    def set_ctrl_lane(self, on: bool, egress_port=None):
+        """Control frames (ACKs, CNPs) ahead of data at the port, as BMv2's
+        control-frame queue puts them (topologies.switch.twin.queues)."""
+        return self._call("set_ctrl_lane", bool(on), egress_port)
+
     def set_netem(self, params: NetemParams, egress_port=None, direction: str = "egress"):
         """netem on a port: after its egress queue, or (direction "ingress")
         on what arrives there before the pipeline; all zero turns it off."""

@@ -32,7 +32,7 @@ PIPELINE_METHODS = frozenset({"table_add", "table_set_default", "table_clear", "
 # answered by the switch (topologies.switch.twin.core.SwitchCore): request -> method
 SWITCH_METHODS = {"reset_state": "reset_state", "set_queue_depth": "set_queue_depth",
                   "set_queue_rate": "set_queue_rate", "set_queue_rate_bps": "set_queue_rate_bps",
-                  "set_netem": "set_netem", "stats": "port_stats", "dump": "dump"}
+                  "set_ctrl_lane": "set_ctrl_lane", "set_netem": "set_netem", "stats": "port_stats", "dump": "dump"}
 
 
 def _handler(switch, method):

@@ -24,6 +24,7 @@ pipeline sees it.
 from __future__ import annotations
 
 from topologies.spec.netem import NetemParams
+from topologies.switch.bmv2 import is_ctrl_frame
 from topologies.switch.twin.delayline import DelayLine
 from topologies.switch.twin.pipeline import Pipeline
 from topologies.switch.twin.queues import DEFAULT_DEPTH, EgressQueue
@@ -68,6 +69,12 @@ class SwitchCore:
         """The twin's extra: drain at a bit rate (BMv2 only has packets/s)."""
         for q in self._queues_for(egress_port):
             q.set_rate_bps(bps)
+
+    def set_ctrl_lane(self, on: bool, egress_port: int | None = None) -> None:
+        """The twin's extra: control frames ahead of data at the port
+        (queues.EgressQueue.set_ctrl_lane; BMv2's control-frame queue)."""
+        for q in self._queues_for(egress_port):
+            q.set_ctrl_lane(on)
 
     def set_netem(self, params: dict | None = None, egress_port: int | None = None,
                   direction: str = "egress") -> None:
@@ -152,14 +159,15 @@ class SwitchCore:
         if q is None:
             self.no_port_drops += 1
             return
-        if not q.room():
+        ctrl = q.ctrl_lane and is_ctrl_frame(frame)
+        if not q.room(ctrl):
             self.stats[pkt.egress_port]["queue_drops"] += 1
             return
         out = self.pipeline.egress(pkt, len(q))
-        if q.unlimited and not q.q:
+        if q.unlimited and q.empty:
             self.leave(pkt.egress_port, out, now)     # unlimited and idle: straight on
         else:
-            q.push(out, now)
+            q.push(out, now, ctrl)
             self.held("queue", pkt.egress_port)
 
     def leave(self, port: int, frame: bytes, now: float) -> None:
@@ -182,7 +190,7 @@ class SwitchCore:
         for port in self.lines["ingress"]:
             self.drain_line("ingress", port, now)
         for port, q in self.queues.items():
-            if q.q:
+            if not q.empty:
                 self.drain_queue(port, now)
         for port in self.lines["egress"]:
             self.drain_line("egress", port, now)

@@ -14,6 +14,14 @@ Two rate units:
   has).  The soft target's control plane and the simulation use this one.
   In packets/s mode the head of an idle port leaves at once, as BMv2's
   queue lets it go.
+A control lane (set_ctrl_lane; off by default): control frames (ACKs,
+CNPs: topologies.switch.bmv2.is_ctrl_frame) wait in a lane of their own,
+as deep as the data's, and the port serves it first (strict priority, not
+preemptive: a frame being serialised finishes) at the same rate, a frame's
+own bytes of the link's time in bits/s mode.  BMv2 always has one (its
+priority queue 1, paced apart); here it is the config's
+topology.control_priority.  len() and the enqueue depth stay the data
+lane's, as BMv2 stamps each packet with its own queue's depth.
 Frame lengths are the bytes the switch reads (Ethernet header on, no FCS,
 preamble or gap), as tc htb counts them on the hosts' side.
 
@@ -48,6 +56,8 @@ FULL_FRAME_BYTES = 1500     # only bounds the catch-up burst in bits/s mode
 class EgressQueue:
     def __init__(self, depth: int = DEFAULT_DEPTH, pps: float | None = None, bps: float | None = None):
         self.q: deque[bytes] = deque()
+        self.ctrl: deque[tuple[float, bytes]] = deque()   # the control lane: (arrival, frame)
+        self.ctrl_lane = False
         self.set_depth(depth)
         if pps is not None and bps is not None:
             raise ValueError("queue rate: give pps or bps, not both")
@@ -76,6 +86,11 @@ class EgressQueue:
             raise ValueError(f"queue rate must be > 0 {unit} (or None: unlimited), got {rate}")
         return rate
 
+    def set_ctrl_lane(self, on: bool) -> None:
+        """Control frames ahead of data (module docstring); what the lane
+        holds when it is turned off stays ahead."""
+        self.ctrl_lane = bool(on)
+
     def set_rate(self, pps: float | None) -> None:
         """Packets per second (BMv2's unit); None: unlimited."""
         self.pps = self._check_rate(pps, "packets/s")
@@ -100,11 +115,21 @@ class EgressQueue:
         return self.pps is None and self.bps is None
 
     def __len__(self) -> int:
+        """The data lane's length: the enqueue depth the pipeline reads."""
         return len(self.q)
 
-    def room(self) -> bool:
-        """False when a packet arriving now would be dropped (drop-tail)."""
-        return len(self.q) < self.depth
+    @property
+    def empty(self) -> bool:
+        return not self.q and not self.ctrl
+
+    def _lane_of(self, ctrl: bool):
+        return self.ctrl if ctrl and self.ctrl_lane else self.q
+
+    def room(self, ctrl: bool = False) -> bool:
+        """False when a packet arriving now would be dropped (drop-tail);
+        ctrl: a control frame, which has its own lane's room when the lane
+        is on."""
+        return len(self._lane_of(ctrl)) < self.depth
 
     @property
     def store_and_forward(self) -> bool:
@@ -112,14 +137,26 @@ class EgressQueue:
         starts (packets/s: BMv2's queue)."""
         return self.bps is not None
 
-    def push(self, frame: bytes, now: float) -> None:
+    def push(self, frame: bytes, now: float, ctrl: bool = False) -> None:
         """Enqueue (the caller checked room() and ran egress with len(self)
-        as enq_qdepth)."""
-        if not self.q and (self.next_time <= now or self._restart):
+        as enq_qdepth); ctrl: a control frame, into the control lane when
+        it is on."""
+        if self.empty and (self.next_time <= now or self._restart):
             self.next_time = now          # idle queue: the head starts at once
             self._fresh = not self.store_and_forward
             self._restart = False         # the clock starts here
-        self.q.append(frame)
+        lane = self._lane_of(ctrl)
+        lane.append((now, frame) if lane is self.ctrl else frame)
+
+    def _head(self) -> tuple[bytes | None, deque | None]:
+        """The frame the port serves next and its lane: the control lane's
+        head if it arrived before the port freed (next_time), or if there
+        is no data; else the data lane's head."""
+        if self.ctrl and (self.ctrl[0][0] < self.next_time or not self.q):
+            return self.ctrl[0][1], self.ctrl
+        if self.q:
+            return self.q[0], self.q
+        return None, None
 
     def service_time(self, frame: bytes) -> float:
         """How long `frame` holds the port."""
@@ -144,8 +181,10 @@ class EgressQueue:
         mode, once serialised in bits/s mode."""
         out = []
         if self.unlimited:
-            while self.q and len(out) < limit:
-                out.append(self.q.popleft())
+            while not self.empty and len(out) < limit:
+                frame, lane = self._head()
+                lane.popleft()
+                out.append(frame)
             return out
         # a late wake-up may catch up a little (the loop cannot wake every
         # gap at high rates), but never with an unbounded burst
@@ -157,8 +196,11 @@ class EgressQueue:
         if self.next_time < floor:
             self.lost_s += floor - self.next_time
             self.next_time = floor
-        while self.q and self._leaves(self.q[0]) <= now and len(out) < limit:
-            frame = self.q.popleft()
+        while len(out) < limit:
+            frame, lane = self._head()
+            if frame is None or self._leaves(frame) > now:
+                break
+            lane.popleft()
             out.append(frame)
             if fresh:
                 fresh = self._fresh = False
@@ -172,7 +214,8 @@ class EgressQueue:
         return out
 
     def _head_leaves(self) -> float:
-        return self._leaves(self.q[0]) if self.q else self.next_time
+        frame, _ = self._head()
+        return self.next_time if frame is None else self._leaves(frame)
 
     def figures(self) -> dict:
         """The port's fidelity figures so far (module docstring): seconds
@@ -185,8 +228,9 @@ class EgressQueue:
 
     def deadline(self) -> float | None:
         """When pop_due next has something, None when empty."""
-        if not self.q:
+        frame, _ = self._head()
+        if frame is None:
             return None
         if self.unlimited or self._restart:       # a pop lets it go, or restarts the clock
             return 0.0
-        return self._leaves(self.q[0])
+        return self._leaves(frame)

@@ -13,8 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from topologies.switch.twin import packets
 from topologies.switch.twin.client import TwinClient, TwinClientError
 from topologies.switch.twin.control import handle_request
+from topologies.switch.twin.core import SwitchCore
 from topologies.switch.twin.pipeline import Pipeline
 from topologies.switch.twin.queues import EgressQueue
 from topologies.switch.twin.switch import TwinSwitch
@@ -108,3 +110,29 @@ def test_queue_rate_in_packets_or_bits_per_port():
     assert "result" in req(sw, "set_queue_rate", 100)              # no port: every port, in packets/s
     assert [(q.pps, q.bps) for q in sw.queues.values()] == [(100, None), (100, None)]
     assert "bits/s" in req(sw, "set_queue_rate_bps", 0, 1)["error"]
+
+
+def test_a_control_lane_puts_an_ack_ahead_of_queued_data_through_the_pipeline():
+    class Core(SwitchCore):
+        def transmit(self, port, frame, now):
+            self.sent.append(len(frame))
+
+    def run(lane):
+        core = Core("s", {1: "in", 2: "out"})
+        core.sent = []
+        handle_request(core, json.dumps({"id": 1, "method": "table_add", "args": [
+            "forward", "ipv4_forward", ["10.0.0.2/32"], ["00:00:0a:00:00:02", "2"]]}))
+        handle_request(core, json.dumps({"id": 2, "method": "set_queue_rate_bps", "args": [1e6, 2]}))
+        reply = handle_request(core, json.dumps({"id": 3, "method": "set_ctrl_lane", "args": [lane, 2]}))
+        assert reply == {"id": 3, "result": None}
+        for _ in range(3):
+            core.arrive(1, packets.build("10.0.0.1", "10.0.0.2", ecn=2, frame_len=1462), 0.0)
+        core.arrive(1, packets.build("10.0.0.1", "10.0.0.2", ecn=0, frame_len=70), 0.0)
+        now = 0.0
+        while (due := core.next_due()) is not None:
+            now = max(now, due)
+            core.drain(now)
+        return core.sent
+
+    assert run(True) == [1462, 70, 1462, 1462]
+    assert run(False) == [1462, 1462, 1462, 70]

@@ -181,3 +181,48 @@ def test_a_rate_change_restarts_the_clock_without_a_burst_or_a_loss():
     assert q.pop_due(5.1 + 0.039) == [] and len(q.pop_due(5.14 + 1e-9)) == 1
     f = q.figures()
     assert f["lost_s"] == 0 and f["rate_ratio"] == 1.0 and f["lateness"]["max_ms"] < 1e-3
+
+
+def _drain(q):
+    """Wake exactly when the queue says: [(time, frame)]."""
+    out = []
+    while not q.empty:
+        now = q.deadline()
+        out += [(now, f) for f in q.pop_due(now)]
+    return out
+
+
+def _lane_queue(bps=8000.0):
+    q = EgressQueue(depth=2, bps=bps)         # 1 byte per ms
+    q.set_ctrl_lane(True)
+    return q
+
+
+def test_the_control_lane_goes_ahead_of_queued_data_not_of_the_frame_in_service():
+    q = _lane_queue()
+    q.push(b"D" * 100, 0.0)
+    q.push(b"E" * 100, 0.0)
+    q.push(b"c" * 10, 0.05, ctrl=True)       # D is being serialised (0 to 0.1 s)
+    assert len(q) == 2                        # the enqueue depth is the data lane's
+    assert [(round(t, 3), f[:1]) for t, f in _drain(q)] == [(0.1, b"D"), (0.11, b"c"), (0.21, b"E")]
+
+
+def test_a_control_frame_at_an_idle_port_starts_at_once_and_lanes_have_their_own_room():
+    q = _lane_queue()
+    q.push(b"D" * 100, 0.0)
+    q.push(b"E" * 100, 0.0)
+    assert not q.room() and q.room(ctrl=True)
+    q.push(b"c" * 10, 0.0, ctrl=True)
+    q.push(b"d" * 10, 0.0, ctrl=True)
+    assert not q.room(ctrl=True)
+    fresh = _lane_queue()
+    fresh.push(b"c" * 10, 5.0, ctrl=True)
+    assert fresh.deadline() == pytest.approx(5.01)
+
+
+def test_without_the_lane_control_frames_wait_their_turn():
+    q = EgressQueue(depth=4, bps=8000.0)
+    q.push(b"D" * 100, 0.0)
+    q.push(b"E" * 100, 0.0)
+    q.push(b"c" * 10, 0.05, ctrl=True)
+    assert len(q) == 3 and [f[:1] for _, f in _drain(q)] == [b"D", b"E", b"c"]
