@@ -9,8 +9,9 @@ simulation target (experiments/sim) puts a discrete-event network around
 the same class, so both run one data path.
 
 Per frame that arrives: [ingress delay line] -> ingress -> egress port's
-queue full? drop (drop-tail) -> egress with enq_qdepth = packets already
-queued -> enqueue.  Queues drain at their rate (set_queue_rate: packets/s,
+queue full? drop (drop-tail) -> egress with enq_qdepth = packets waiting
+in the queue (not the one on the wire: queues.EgressQueue.waiting) ->
+enqueue.  Queues drain at their rate (set_queue_rate: packets/s,
 BMv2's unit; set_queue_rate_bps: bits/s, each frame holding the port for its
 length, as on a real link) or at once when unlimited, into the port's egress
 delay line where set_netem put one (delayline.py: netem's delay, jitter,
@@ -163,7 +164,7 @@ class SwitchCore:
         if not q.room(ctrl):
             self.stats[pkt.egress_port]["queue_drops"] += 1
             return
-        out = self.pipeline.egress(pkt, len(q))
+        out = self.pipeline.egress(pkt, q.waiting(now))
         if q.unlimited and q.empty:
             self.leave(pkt.egress_port, out, now)     # unlimited and idle: straight on
         else:

@@ -14,6 +14,15 @@ Two rate units:
   has).  The soft target's control plane and the simulation use this one.
   In packets/s mode the head of an idle port leaves at once, as BMv2's
   queue lets it go.
+The depth a frame reads on arrival (waiting(); the pipeline's
+enq_qdepth, so ECN's and Symphony's K_sym) counts the frames that wait,
+not the one the port is sending: in bits/s mode a frame stays in the
+queue until its last bit is out (for when it leaves), but as far as the
+depth goes it has left once its first bit is, as in a switch's queue and
+in BMv2's, which lets a frame go as its slot starts.  (Until 2026-11-28
+it counted: a port busy with one frame and nothing waiting read depth 1,
+so K_sym = 1 marked flows ahead on a link that had no queue;
+experiments/README.md, "The frame on the wire".)
 A control lane (set_ctrl_lane; off by default): control frames (ACKs,
 CNPs: topologies.switch.bmv2.is_ctrl_frame) wait in a lane of their own,
 as deep as the data's, and the port serves it first (strict priority, not
@@ -58,6 +67,7 @@ class EgressQueue:
         self.q: deque[bytes] = deque()
         self.ctrl: deque[tuple[float, bytes]] = deque()   # the control lane: (arrival, frame)
         self.ctrl_lane = False
+        self._serving: deque | None = None   # the lane whose head started at an idle port
         self.set_depth(depth)
         if pps is not None and bps is not None:
             raise ValueError("queue rate: give pps or bps, not both")
@@ -118,6 +128,17 @@ class EgressQueue:
         """The data lane's length: the enqueue depth the pipeline reads."""
         return len(self.q)
 
+    def waiting(self, now: float) -> int:
+        """The enqueue depth a frame arriving now reads: the data lane's
+        frames not yet on the wire.  In bits/s mode the head being
+        serialised has left the queue as far as the depth goes (BMv2 lets a
+        frame go as its slot starts, and a switch's queue does not hold
+        the frame its port is sending); in packets/s mode that is len()."""
+        n = len(self.q)
+        if n and self.store_and_forward and self.next_time <= now and self._head()[1] is self.q:
+            n -= 1
+        return n
+
     @property
     def empty(self) -> bool:
         return not self.q and not self.ctrl
@@ -141,17 +162,22 @@ class EgressQueue:
         """Enqueue (the caller checked room() and ran egress with len(self)
         as enq_qdepth); ctrl: a control frame, into the control lane when
         it is on."""
+        lane = self._lane_of(ctrl)
         if self.empty and (self.next_time <= now or self._restart):
             self.next_time = now          # idle queue: the head starts at once
             self._fresh = not self.store_and_forward
             self._restart = False         # the clock starts here
-        lane = self._lane_of(ctrl)
+            self._serving = lane          # on the wire: what arrives after it waits
         lane.append((now, frame) if lane is self.ctrl else frame)
 
     def _head(self) -> tuple[bytes | None, deque | None]:
-        """The frame the port serves next and its lane: the control lane's
-        head if it arrived before the port freed (next_time), or if there
-        is no data; else the data lane's head."""
+        """The frame the port serves next and its lane: the one that started
+        at an idle port; else the control lane's head if it arrived before
+        the port freed (next_time), or if there is no data; else the data
+        lane's head."""
+        if self._serving:
+            lane = self._serving
+            return (lane[0][1] if lane is self.ctrl else lane[0]), lane
         if self.ctrl and (self.ctrl[0][0] < self.next_time or not self.q):
             return self.ctrl[0][1], self.ctrl
         if self.q:
@@ -184,6 +210,7 @@ class EgressQueue:
             while not self.empty and len(out) < limit:
                 frame, lane = self._head()
                 lane.popleft()
+                self._serving = None
                 out.append(frame)
             return out
         # a late wake-up may catch up a little (the loop cannot wake every
@@ -201,6 +228,7 @@ class EgressQueue:
             if frame is None or self._leaves(frame) > now:
                 break
             lane.popleft()
+            self._serving = None
             out.append(frame)
             if fresh:
                 fresh = self._fresh = False

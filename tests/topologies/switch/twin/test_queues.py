@@ -226,3 +226,24 @@ def test_without_the_lane_control_frames_wait_their_turn():
     q.push(b"E" * 100, 0.0)
     q.push(b"c" * 10, 0.05, ctrl=True)
     assert len(q) == 3 and [f[:1] for _, f in _drain(q)] == [b"D", b"E", b"c"]
+
+
+def test_the_enqueue_depth_leaves_out_the_frame_on_the_wire():
+    """A switch's queue does not hold the frame its port is sending (BMv2
+    lets a frame go as its slot starts): in bits/s mode a frame arriving
+    while another is serialised reads depth 0, not 1."""
+    q = EgressQueue(depth=8, bps=8000.0)          # 1 byte per ms
+    assert q.waiting(0.0) == 0
+    q.push(b"D" * 100, 0.0)                       # on the wire from 0 to 0.1 s
+    assert len(q) == 1 and q.waiting(0.05) == 0
+    q.push(b"E" * 100, 0.05)
+    assert q.waiting(0.06) == 1
+    assert q.pop_due(0.1) == [b"D" * 100] and q.waiting(0.1) == 0     # E is on the wire now
+    lane = _lane_queue()
+    lane.push(b"c" * 10, 0.0, ctrl=True)          # a control frame on the wire: the data lane waits whole
+    lane.push(b"D" * 100, 0.001)
+    assert lane.waiting(0.002) == 1
+    pps = EgressQueue(depth=8, pps=10)            # BMv2's mode: the head has left as its slot started
+    pps.push(b"a", 0.0)
+    pps.push(b"b", 0.0)
+    assert pps.waiting(0.0) == len(pps) == 2
