@@ -29,7 +29,7 @@ as deep as the data's, and the port serves it first (strict priority, not
 preemptive: a frame being serialised finishes) at the same rate, a frame's
 own bytes of the link's time in bits/s mode.  BMv2 always has one (its
 priority queue 1, paced apart); here it is the config's
-topology.control_priority.  len() and the enqueue depth stay the data
+topology.control_priority.  len() and the enqueue depth are the data
 lane's, as BMv2 stamps each packet with its own queue's depth.
 Frame lengths are the bytes the switch reads (Ethernet header on, no FCS,
 preamble or gap), as tc htb counts them on the hosts' side.
@@ -125,7 +125,8 @@ class EgressQueue:
         return self.pps is None and self.bps is None
 
     def __len__(self) -> int:
-        """The data lane's length: the enqueue depth the pipeline reads."""
+        """The data lane's length, the frame on the wire included (the
+        pipeline reads waiting())."""
         return len(self.q)
 
     def waiting(self, now: float) -> int:
@@ -159,8 +160,8 @@ class EgressQueue:
         return self.bps is not None
 
     def push(self, frame: bytes, now: float, ctrl: bool = False) -> None:
-        """Enqueue (the caller checked room() and ran egress with len(self)
-        as enq_qdepth); ctrl: a control frame, into the control lane when
+        """Enqueue (the caller checked room() and ran egress with
+        waiting(now) as enq_qdepth); ctrl: a control frame, into the control lane when
         it is on."""
         lane = self._lane_of(ctrl)
         if self.empty and (self.next_time <= now or self._restart):
