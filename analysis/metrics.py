@@ -216,6 +216,11 @@ def cnp_counts(events: list[Event]) -> dict[str, Any]:
     }
 
 
+def quantile(xs: list[float], q: float) -> float:
+    """Nearest-rank quantile of a sorted, non-empty list."""
+    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
+
+
 def cnp_delays(events: list[Event]) -> list[int]:
     """How long each CNP took from the receiver that sent it (dir "tx") to
     the sender it was for (dir "rx", peer = that receiver), ns: the time to

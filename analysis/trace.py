@@ -6,7 +6,7 @@ moves a job's CCT: `python3 -m analysis rates BASELINE_RUN SYMPHONY_RUN`."""
 
 from __future__ import annotations
 
-from analysis.metrics import NS, by_job, cnp_delays, link_rate_bps, rate_windows
+from analysis.metrics import NS, by_job, cnp_delays, link_rate_bps, quantile, rate_windows
 from analysis.records import Run
 
 
@@ -40,6 +40,6 @@ def cnp_delay_line(run: Run) -> str:
     f = run.time_factor
 
     def ms(q: float) -> str:
-        return f"{d[min(len(d) - 1, int(q * len(d)))] / f / 1e6:.3g}"
+        return f"{quantile(d, q) / f / 1e6:.3g}"
     return (f"CNPs from receiver to sender (ms of the config's time, {len(d):,} CNPs): "
             f"p50 {ms(0.5)}, p90 {ms(0.9)}, p99 {ms(0.99)}")

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing as mp
 import os
 import random
@@ -38,6 +37,7 @@ import time
 from itertools import product
 from pathlib import Path
 
+from analysis.metrics import quantile
 from contract.events import EventLog
 from hosts.agent import Agent
 from hosts.job import parse_job
@@ -153,11 +153,6 @@ def worker(doc: dict, rank: int, mark_p: float, seconds: float, out: str, log_di
 def spin() -> None:
     while True:
         pass
-
-
-def quantile(xs: list[float], q: float) -> float:
-    """Nearest-rank quantile of a sorted list."""
-    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
 
 
 def summary(xs: list[float]) -> dict:
