@@ -46,6 +46,8 @@ from typing import NamedTuple
 # after `--`), else it drops those frames.
 CTRL_FRAME_BYTES = 128
 CTRL_PRIORITY = 1
+PRIORITY_QUEUES = 2
+SIMPLE_SWITCH_TARGET_ARGS = ("--priority-queues", str(PRIORITY_QUEUES))
 IPV4_TOS_OFFSET = 15          # Ethernet header (14 bytes), then IPv4's version/IHL byte
 
 
@@ -53,10 +55,8 @@ def is_ctrl_frame(frame: bytes) -> bool:
     """The program's rule for the control-frame queue: at most
     CTRL_FRAME_BYTES and not ECN-capable (the twin's control lane uses it
     too: topologies.switch.twin.queues)."""
-    return len(frame) > IPV4_TOS_OFFSET and len(frame) <= CTRL_FRAME_BYTES and frame[IPV4_TOS_OFFSET] & 3 == 0
+    return IPV4_TOS_OFFSET < len(frame) <= CTRL_FRAME_BYTES and frame[IPV4_TOS_OFFSET] & 3 == 0
 
-PRIORITY_QUEUES = 2
-SIMPLE_SWITCH_TARGET_ARGS = ("--priority-queues", str(PRIORITY_QUEUES))
 
 # the methods this project calls that print what they did (redirecting
 # stdout is process-wide, so only around these: set_queue_rate runs from the
