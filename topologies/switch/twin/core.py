@@ -56,6 +56,9 @@ class SwitchCore:
         self.stats = {p: {"rx": 0, "tx": 0, "queue_drops": 0, "tx_errors": 0} for p in self.ports}
         self.no_port_drops = 0
         self.warnings: list[str] = []
+        # port -> when its queue last let frames go: the process's loop
+        # spaces a backlogged queue's wake-ups from it (switch.next_timeout)
+        self.served: dict[int, float] = {}
 
     # --- settings (the control protocol's methods: control.py) -----------------
     def set_queue_depth(self, depth: int, egress_port: int | None = None, priority=None) -> None:
@@ -197,7 +200,10 @@ class SwitchCore:
             self.drain_line("egress", port, now)
 
     def drain_queue(self, port: int, now: float) -> None:
-        for frame in self.queues[port].pop_due(now):
+        frames = self.queues[port].pop_due(now)
+        if frames:
+            self.served[port] = now
+        for frame in frames:
             self.leave(port, frame, now)
 
     def drain_line(self, direction: str, port: int, now: float) -> None:
@@ -215,20 +221,20 @@ class SwitchCore:
         return (self.queues[port] if kind == "queue" else self.lines[kind][port]).deadline()
 
     def deadlines(self):
-        """(kind, when) of every queue and delay line ("line") that holds
-        something: when it next has something due.  A queue is "queue" when
-        it holds a standing backlog (more than SHORT_QUEUE frames), "head"
-        when it holds a few."""
-        for q in self.queues.values():
+        """(kind, port, when) of every queue and delay line ("line") that
+        holds something: when it next has something due.  A queue is "queue"
+        when it holds a standing backlog (more than SHORT_QUEUE frames),
+        "head" when it holds a few."""
+        for port, q in self.queues.items():
             d = q.deadline()
             if d is not None:
-                yield "queue" if len(q) > SHORT_QUEUE else "head", d
+                yield "queue" if len(q) > SHORT_QUEUE else "head", port, d
         for lines in self.lines.values():
-            for line in lines.values():
+            for port, line in lines.items():
                 d = line.deadline()
                 if d is not None:
-                    yield "line", d
+                    yield "line", port, d
 
     def next_due(self) -> float | None:
         """When drain() next has something to do exactly; None: nothing held."""
-        return min((d for _, d in self.deadlines()), default=None)
+        return min((d for *_, d in self.deadlines()), default=None)

@@ -7,6 +7,7 @@ loop (no threads, no busy spin).  core.py states the data path.
 from __future__ import annotations
 
 import errno
+import math
 import select
 import signal
 import socket
@@ -25,7 +26,14 @@ MAX_FRAME = 65535
 # demo and a run's fidelity degraded); a queue holding a few frames is woken
 # exactly, so a lightly loaded path's RTT, or two probes that a netem's
 # jitter bunched, carry no rounding (a millisecond's grid added up to 1 ms
-# per hop to pings, ACKs and probes).
+# per hop to pings, ACKs and probes).  The interval runs from the queue's
+# last departure, not from whatever woke the loop: counted from the wake-up,
+# a frame received just before a departure put it off by up to 1 ms, and a
+# port of 10 Mbit/s (1.2 ms a frame) that never needs the grid let frames
+# go that late, so the next switch's port of the same rate saw two frames
+# close together and read a queue that the network does not have (with
+# K_sym = 1, Symphony marked there: experiments/README.md, "Departures on
+# time").
 QUEUE_WAKE_S = 0.001
 # a send that fails under overload (ENOBUFS, EAGAIN), with an oversized frame
 # (EMSGSIZE) or on an interface going away is counted, not reported
@@ -86,15 +94,14 @@ class TwinSwitch(SwitchCore):
                 del self.warnings[:-20]
 
     def next_timeout(self, now: float) -> float:
-        """Seconds until something is due (at most 1).  A backlogged queue's
-        wait is at least QUEUE_WAKE_S; a short queue's and a delay line's
-        are exact."""
+        """Seconds until something is due (at most 1).  A backlogged queue
+        is woken no sooner than QUEUE_WAKE_S after it last let frames go; a
+        short queue's and a delay line's wake-ups are exact."""
         wait = 1.0
-        for kind, d in self.deadlines():
+        for kind, port, d in self.deadlines():
             if kind == "queue":
-                wait = min(wait, 0.0 if d <= now else max(QUEUE_WAKE_S, d - now))
-            else:
-                wait = min(wait, max(0.0, d - now))
+                d = max(d, self.served.get(port, -math.inf) + QUEUE_WAKE_S)
+            wait = min(wait, max(0.0, d - now))
         return wait
 
     # --- loop -----------------------------------------------------------------

@@ -7,6 +7,7 @@ distribution tables built only when a line needs one."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -15,7 +16,7 @@ from topologies.spec.netem import NetemParams
 from topologies.switch.twin import delayline as D
 from topologies.switch.twin import packets
 from topologies.switch.twin.control import handle_request
-from topologies.switch.twin.core import SwitchCore
+from topologies.switch.twin.core import SHORT_QUEUE, SwitchCore
 from topologies.switch.twin.queues import EgressQueue
 from topologies.switch.twin.switch import QUEUE_WAKE_S, TwinSwitch
 
@@ -97,6 +98,34 @@ def test_queue_first_then_delay(tmp_path):
     start = delayed.sent[5][1]
     assert all(t - start >= 0.001 * k - 1e-6 for k, (_, t, _) in enumerate(delayed.sent[5:]))
     assert delayed.sent[-1][1] - start <= 0.001 * (len(delayed.sent) - 6) + QUEUE_WAKE_S + 1e-6
+
+
+def test_a_backlogged_slow_port_sends_on_its_slots_whatever_wakes_the_loop(rig):
+    """A port slower than the wake-up grid (1.25 ms a frame here) needs no
+    grid: a frame received 0.2 ms before each departure must not put that
+    departure off (it did, by 0.8 ms: the grid counted from the wake-up),
+    or the next switch's port of the same rate reads a queue that is not
+    there."""
+    rig.sw.set_queue_rate_bps(6.4e6, 2)
+    slot = FRAME * 8 / 6.4e6
+    burst = [(0.0, i) for i in range(10)]                         # a standing backlog
+    wakers = [(slot * k - 0.0002, 10 + k) for k in range(2, 40)]  # just before each departure
+    rig.run(burst + wakers, until=slot * 40)
+    times = [t for _, t, _ in rig.sent]
+    assert len(times) >= 35
+    assert times == pytest.approx([slot * (k + 1) for k in range(len(times))], abs=1e-9)
+
+
+def test_a_backlogged_fast_port_is_still_woken_at_most_once_a_grid(rig):
+    """The grid's purpose stays: a port faster than it (0.5 ms a frame) is
+    woken at most once per QUEUE_WAKE_S while it holds a backlog, and sends
+    what is due then (two frames), never ahead of their slots."""
+    rig.sw.set_queue_rate_bps(16e6, 2)
+    rig.run([(0.0, i) for i in range(40)], until=0.03)
+    times = sorted({t for _, t, _ in rig.sent})
+    backlogged = times[:(40 - SHORT_QUEUE) // 2]
+    assert all(b - a >= QUEUE_WAKE_S - 1e-9 for a, b in itertools.pairwise(backlogged))
+    assert all(t >= 0.0005 * (k + 1) - 1e-9 for k, (_, t, _) in enumerate(rig.sent))
 
 
 def test_ingress_line_holds_frames_before_the_pipeline(rig):
