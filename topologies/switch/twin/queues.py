@@ -161,8 +161,8 @@ class EgressQueue:
 
     def push(self, frame: bytes, now: float, ctrl: bool = False) -> None:
         """Enqueue (the caller checked room() and ran egress with
-        waiting(now) as enq_qdepth); ctrl: a control frame, into the control lane when
-        it is on."""
+        waiting(now) as enq_qdepth); ctrl: a control frame, into the
+        control lane when it is on."""
         lane = self._lane_of(ctrl)
         if self.empty and (self.next_time <= now or self._restart):
             self.next_time = now          # idle queue: the head starts at once
