@@ -10,7 +10,8 @@ the same class, so both run one data path.
 
 Per frame that arrives: [ingress delay line] -> ingress -> egress port's
 queue full? drop (drop-tail) -> egress with enq_qdepth = packets waiting
-in the queue (not the one on the wire: queues.EgressQueue.waiting) ->
+in the queue (not the one on the wire: queues.EgressQueue.waiting) when
+the link into the port would have delivered the frame (below) ->
 enqueue.  Queues drain at their rate (set_queue_rate: packets/s,
 BMv2's unit; set_queue_rate_bps: bits/s, each frame holding the port for its
 length, as on a real link) or at once when unlimited, into the port's egress
@@ -20,6 +21,26 @@ queue: it never changes how fast the queue drains, and the pipeline's queue
 depth is the queue's.  An ingress delay line (set_netem(...,
 direction="ingress"), at a port facing a host) holds what arrives before the
 pipeline sees it.
+
+A link delivers no faster than its rate, but the emulation's do: a twin
+that woke late receives what piled up in its sockets at one instant, and
+the switch upstream catches up with frames back to back (queues.py), so
+two frames a link of 10 Mbit/s would deliver 1.2 ms apart arrive together
+and the second read a queue of one where the network has none (K_sym = 1
+marked there: experiments/README.md, "Bunched arrivals").  So a frame's
+depth is read at its delivery time: no sooner than the previous frame's on
+the same port plus its own serialisation at the link's rate (links run at
+one rate both ways, the port's egress rate; bits/s mode only), the queue
+draining on its schedule until then (queues.EgressQueue.waiting_at), and
+no later than a bunch can be long (queues.EgressQueue.catch_up_s).  The
+frame itself is not held: it is queued now (a wake-up per frame would cost
+the CPU that made it late), so only what it reads changes, and where
+frames come spaced as the link spaces them (the simulation's links) nothing
+does.  A pile a late twin finds is read from its wake-up on, so up to that
+lateness later than the link delivered it (a depth lower by what the
+queue let go meanwhile, under a frame at the twin's usual lateness; the
+kernel's receive timestamps would say when each frame came, at a cost per
+frame not paid here).
 """
 
 from __future__ import annotations
@@ -36,6 +57,10 @@ DIRECTIONS = ("egress", "ingress")
 # probes a netem's jitter bunched, an ACK behind a data frame) are woken for
 # exactly.
 SHORT_QUEUE = 4
+# a frame delivered later than it arrived by less than this reads the
+# depth now: float rounding of back-to-back frames on a link of the same
+# rate (the simulation's links space frames exactly)
+DELIVERY_SLACK_S = 1e-6
 
 
 class SwitchCore:
@@ -59,6 +84,9 @@ class SwitchCore:
         # port -> when its queue last let frames go: the process's loop
         # spaces a backlogged queue's wake-ups from it (switch.next_timeout)
         self.served: dict[int, float] = {}
+        # port -> when the link into it delivered its last frame (the
+        # module docstring: the depth a frame reads)
+        self.delivered: dict[int, float] = {}
 
     # --- settings (the control protocol's methods: control.py) -----------------
     def set_queue_depth(self, depth: int, egress_port: int | None = None, priority=None) -> None:
@@ -105,6 +133,7 @@ class SwitchCore:
         self.pipeline = Pipeline(self.seed)
         self.queues = {p: EgressQueue(self.queue_depth) for p in self.ports}
         self.lines = {d: {} for d in DIRECTIONS}
+        self.delivered = {}
 
     def _ports_for(self, egress_port) -> list[int]:
         # SimpleSwitchThriftAPI's convention: no port (or port 0) means every port
@@ -167,12 +196,34 @@ class SwitchCore:
         if not q.room(ctrl):
             self.stats[pkt.egress_port]["queue_drops"] += 1
             return
-        out = self.pipeline.egress(pkt, q.waiting(now))
+        out = self.pipeline.egress(pkt, self._depth_read(q, self._delivery(port, frame, now), now))
         if q.unlimited and q.empty:
             self.leave(pkt.egress_port, out, now)     # unlimited and idle: straight on
         else:
             q.push(out, now, ctrl)
             self.held("queue", pkt.egress_port)
+
+    def _delivery(self, port: int, frame: bytes, now: float) -> float:
+        """When the link into `port` would have delivered `frame`: not before
+        the previous frame plus this one's serialisation at the link's rate
+        (module docstring); `now` where the port has no bit rate."""
+        link = self.queues.get(port)
+        if link is None or not link.store_and_forward:
+            return now
+        prev = self.delivered.get(port)
+        t = now if prev is None else max(now, prev + link.service_time(frame))
+        # no further ahead than a bunch can be (a queue's catch-up bound): a
+        # sender a little faster than the port's rate (a host's htb) must not
+        # push the reading ever further into the future
+        t = min(t, now + link.catch_up_s)
+        self.delivered[port] = t
+        return t
+
+    @staticmethod
+    def _depth_read(q: EgressQueue, delivered: float, now: float) -> int:
+        if delivered - now < DELIVERY_SLACK_S:
+            return q.waiting(now)
+        return q.waiting_at(now, delivered)
 
     def leave(self, port: int, frame: bytes, now: float) -> None:
         """A frame the queue let go: into the port's delay line, or out."""

@@ -96,6 +96,12 @@ class EgressQueue:
             raise ValueError(f"queue rate must be > 0 {unit} (or None: unlimited), got {rate}")
         return rate
 
+    @property
+    def catch_up_s(self) -> float:
+        """How far behind its schedule a late wake-up may find the queue and
+        still catch up (pop_due): the longest bunch it sends."""
+        return max(4 * self.gap, MAX_CATCH_UP_S)
+
     def set_ctrl_lane(self, on: bool) -> None:
         """Control frames ahead of data (module docstring); what the lane
         holds when it is turned off stays ahead."""
@@ -138,6 +144,23 @@ class EgressQueue:
         n = len(self.q)
         if n and self.store_and_forward and self.next_time <= now and self._head()[1] is self.q:
             n -= 1
+        return n
+
+    def waiting_at(self, now: float, t: float) -> int:
+        """The enqueue depth a frame delivered at `t` (not before `now`)
+        reads if nothing else arrives until then: the data lane's frames
+        whose serialisation has not started by `t`, the queue draining on
+        its schedule.  In packets/s mode, with control frames queued (their
+        lane shifts the data's schedule) or a rate just set (no schedule
+        yet), the depth now."""
+        if t <= now or not self.store_and_forward or self.ctrl or self._restart:
+            return self.waiting(now)
+        n, start = len(self.q), self.next_time
+        for frame in self.q:
+            if start > t:
+                break
+            n -= 1
+            start += self.service_time(frame)
         return n
 
     @property
@@ -220,7 +243,7 @@ class EgressQueue:
         if self._restart:                 # a new rate: the head starts now, nothing was lost
             self.next_time, self._restart = now, False
         schedule = self._head_leaves()    # as scheduled, before a late wake-up's cut
-        floor = now - max(4 * self.gap, MAX_CATCH_UP_S)
+        floor = now - self.catch_up_s
         if self.next_time < floor:
             self.lost_s += floor - self.next_time
             self.next_time = floor

@@ -247,3 +247,25 @@ def test_the_enqueue_depth_leaves_out_the_frame_on_the_wire():
     pps.push(b"a", 0.0)
     pps.push(b"b", 0.0)
     assert pps.waiting(0.0) == len(pps) == 2
+
+
+def test_the_depth_at_a_later_delivery_follows_the_schedule():
+    """waiting_at: a frame delivered later than now reads the frames whose
+    serialisation has not started by then, the queue draining on its
+    schedule; not before now, in packets/s mode or with control frames
+    queued, the depth now."""
+    q = EgressQueue(depth=8, bps=8000.0)          # 1 byte per ms: 100-byte frames start at 0, 0.1, 0.2, ...
+    for _ in range(4):
+        q.push(b"D" * 100, 0.0)
+    assert q.waiting(0.0) == 3
+    assert [q.waiting_at(0.0, t) for t in (0.0, 0.05, 0.15, 0.25, 0.35)] == [3, 3, 2, 1, 0]
+    assert q.waiting_at(0.2, 0.1) == q.waiting(0.2)
+    lane = _lane_queue()
+    lane.push(b"D" * 100, 0.0)
+    lane.push(b"D" * 100, 0.0)
+    lane.push(b"c" * 10, 0.0, ctrl=True)
+    assert lane.waiting_at(0.0, 0.35) == lane.waiting(0.0) == 1
+    pps = EgressQueue(depth=8, pps=10)
+    for _ in range(3):
+        pps.push(b"a", 0.0)
+    assert pps.waiting_at(0.0, 1.0) == pps.waiting(0.0) == 3

@@ -203,3 +203,37 @@ def test_a_distribution_table_is_built_when_a_line_first_draws_from_it(tmp_path)
     finally:
         sw.close()
     assert D.table("normal") == D.table.__wrapped__("normal")    # deterministic: a fresh build is the same
+
+
+def test_a_bunch_reads_the_depths_its_link_would_have_delivered(rig):
+    """Ten frames that a late wake-up hands over at one instant on a link of
+    8 Mb/s (1 ms a frame) into a port of 1 frame per 2.4 ms read the depths
+    of frames delivered 1 ms apart (the k-th at k ms, frames starting
+    every 2.4 ms), not 0..8 as a burst no link can deliver; no later than
+    the port's catch-up bound (4 full frames, 6 ms), which a bunch does
+    not outlast."""
+    rig.sw.set_queue_rate_bps(8e6, 1)
+    rig.sw.set_queue_rate_bps(FRAME * 8 / 0.0024, 2)
+    rig.run([(0.0, i) for i in range(10)], until=0.001)
+    assert rig.sw.queues[1].catch_up_s == pytest.approx(0.006)
+    assert [d for _, d in rig.depths] == [0, 0, 1, 1, 2, 2, 3] + [4, 5, 6]    # the last three read at 6 ms
+
+
+def test_frames_the_link_spaced_read_the_depth_now(tmp_path):
+    """Frames that arrive no closer than the link's frame time, and frames
+    on a port without a bit rate, read the queue as it is when they
+    arrive."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    spaced, unrated = Rig(tmp_path / "a"), Rig(tmp_path / "b")
+    try:
+        spaced.sw.set_queue_rate_bps(8e6, 1)
+        for r in (spaced, unrated):
+            r.sw.set_queue_rate_bps(4e6, 2)           # 2 ms a frame
+        spaced.run([(0.0011 * i, i) for i in range(6)], until=0.007)
+        unrated.run([(0.0, i) for i in range(4)], until=0.001)    # port 1 unlimited: nothing to space by
+    finally:
+        spaced.close()
+        unrated.close()
+    assert [d for _, d in spaced.depths] == [0, 0, 0, 1, 1, 2]    # arriving at 0, 1.1 .. 5.5 ms, starting every 2 ms
+    assert [d for _, d in unrated.depths] == [0, 0, 1, 2]
