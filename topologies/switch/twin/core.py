@@ -196,7 +196,7 @@ class SwitchCore:
         if not q.room(ctrl):
             self.stats[pkt.egress_port]["queue_drops"] += 1
             return
-        out = self.pipeline.egress(pkt, self._depth_read(q, self._delivery(port, frame, now), now))
+        out = self.pipeline.egress(pkt, q.waiting_at(now, self._delivery(port, frame, now)))
         if q.unlimited and q.empty:
             self.leave(pkt.egress_port, out, now)     # unlimited and idle: straight on
         else:
@@ -206,7 +206,8 @@ class SwitchCore:
     def _delivery(self, port: int, frame: bytes, now: float) -> float:
         """When the link into `port` would have delivered `frame`: not before
         the previous frame plus this one's serialisation at the link's rate
-        (module docstring); `now` where the port has no bit rate."""
+        (module docstring); `now` where the port has no bit rate or the
+        frame came as the link spaces it (within DELIVERY_SLACK_S)."""
         link = self.queues.get(port)
         if link is None or not link.store_and_forward:
             return now
@@ -217,13 +218,7 @@ class SwitchCore:
         # push the reading ever further into the future
         t = min(t, now + link.catch_up_s)
         self.delivered[port] = t
-        return t
-
-    @staticmethod
-    def _depth_read(q: EgressQueue, delivered: float, now: float) -> int:
-        if delivered - now < DELIVERY_SLACK_S:
-            return q.waiting(now)
-        return q.waiting_at(now, delivered)
+        return now if t - now < DELIVERY_SLACK_S else t
 
     def leave(self, port: int, frame: bytes, now: float) -> None:
         """A frame the queue let go: into the port's delay line, or out."""
