@@ -144,17 +144,26 @@ def _fidelity_markdown(analysed: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _repeats(row: dict[str, Any]) -> str:
+    """Each repeat's change, and their standard deviation when there are several."""
+    changes = row.get("change_per_repeat_pct") or []
+    cells = ", ".join(_pct(c) for c in changes) or "-"
+    sd = row.get("change_sd_pct")
+    return cells if sd is None else f"{cells} (sd {sd:.1f})"
+
+
 def _oracle_markdown(summary: dict[str, Any]) -> list[str]:
     """Per job: the measured change beside the flow-level oracle's."""
     lines = ["### Against the oracle", "",
-             "| job | baseline CCT (s) | Symphony CCT (s) | change | oracle baseline (s) | oracle Symphony (s) "
-             "| oracle change | bound (s) | captured | efficiency |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| job | baseline CCT (s) | Symphony CCT (s) | change | change per repeat | oracle baseline (s) "
+             "| oracle Symphony (s) | oracle change | bound (s) | captured | efficiency |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for job, row in summary["jobs"].items():
         o = row["oracle"] or {}
         lines.append(
             f"| {job} | {_f(row['baseline_cct_s'], '{:.4f}')} | {_f(row['symphony_cct_s'], '{:.4f}')} "
-            f"| {_pct(row['cct_change_pct'])} | {_f(o.get('baseline_cct_s'), '{:.4f}')} "
+            f"| {_pct(row['cct_change_pct'])} | {_repeats(row)} "
+            f"| {_f(o.get('baseline_cct_s'), '{:.4f}')} "
             f"| {_f(o.get('symphony_cct_s'), '{:.4f}')} | {_pct(o.get('cct_change_pct'))} "
             f"| {_f(o.get('bound_s'), '{:.4f}')} | {_f(row['captured'], '{:.2f}')} "
             f"| {_f(row['efficiency'], '{:.2f}')} |")
@@ -163,7 +172,9 @@ def _oracle_markdown(summary: dict[str, Any]) -> list[str]:
               f"would not mark (Symphony, threshold {summary.get('oracle_threshold')}). Captured: measured change "
               f"over the oracle's (`-` when the oracle's is below {CAPTURE_MIN_PCT:g} % in size: nothing to gain). "
               "Efficiency: oracle baseline CCT over measured baseline CCT. Bound: 2(N-1)/N x S / B at the "
-              "slowest access link's nominal rate.", ""]
+              "slowest access link's nominal rate. Change per repeat: Symphony's run against baseline's on the "
+              "same repeat's schedule, each counted repeat in order, and their standard deviation: the run-to-run "
+              "noise a change is to be read against.", ""]
     return lines
 
 

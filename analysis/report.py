@@ -45,7 +45,8 @@ from analysis.windows import place_compute_jitter
 from contract.files import write_atomic
 
 BASELINE = "baseline"
-VARIANT_ORDER = (BASELINE, "symphony")
+SYMPHONY = "symphony"
+VARIANT_ORDER = (BASELINE, SYMPHONY)
 
 
 def _order(variants: Iterable[str]) -> list[str]:
@@ -218,6 +219,10 @@ def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = No
             jrow["cct_change_pct"] = _change(v, jrow["cct_mean_s"], base_jobs.get(job, {}).get("cct_mean_s"))
     out["multi_job"] = any(len(a["summary"]["jobs"]) > 1 for a in analysed)
     out["jobs"] = job_comparison(out["variants"], oracle, analysed)
+    for job, changes in repeat_changes(use).items():
+        if job in out["jobs"]:
+            out["jobs"][job]["change_per_repeat_pct"] = changes
+            out["jobs"][job]["change_sd_pct"] = stdev(changes) if len(changes) > 1 else None
     measured = {v: rg.summarise(use[v][0]) for v in variants}
     out["regime"] = {"measured": measured, "rows": rg.table(measured, regime),
                      "labels": (regime or {}).get("labels") or {}, "verdicts": rg.job_verdicts(measured, regime)}
@@ -231,6 +236,25 @@ def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = No
     out["sim_verdict"] = verdict(simulated, out["regime"]["verdicts"], scale, out["sim_k"])
     out["sim_confirmed"] = confirmed(simulated, scale, out["sim_k"])
     out["sim_coarse"] = (((sim or {}).get("scales") or {}).get(DEPLOYMENT_SCALE) or {}).get("coarse")
+    return out
+
+
+def repeat_changes(use: dict[str, tuple[list, list]]) -> dict[str, list[float]]:
+    """Per job, Symphony's change against baseline within each counted
+    repeat (both variants on that repeat's jitter schedule), in repeat
+    order: how much the change itself varies from run to run, which the
+    means over the repeats hide and a target "within the run-to-run noise"
+    needs.  Repeats without both variants' run are skipped."""
+    base = {a.get("repeat"): a for a in use.get(BASELINE, ([], []))[0] if isinstance(a.get("repeat"), int)}
+    out: dict[str, list[float]] = {}
+    for s in sorted(use.get(SYMPHONY, ([], []))[0], key=lambda a: a.get("repeat") or 0):
+        b = base.get(s.get("repeat"))
+        if b is None:
+            continue
+        for job, sj in s["summary"]["jobs"].items():
+            c = _change(SYMPHONY, sj["cct_mean_s"], (b["summary"]["jobs"].get(job) or {}).get("cct_mean_s"))
+            if c is not None:
+                out.setdefault(job, []).append(c)
     return out
 
 

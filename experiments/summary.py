@@ -282,15 +282,18 @@ def table(summ: dict) -> str:
 
 
 def jobs_table(jobs: dict, indent: str = "") -> str:
-    """Per job: measured CCTs and change, the oracle's, captured, efficiency,
-    and the simulation's change at the config's scale and the deployment's."""
-    rows = [("job", "baseline s", "Symphony s", "change %", "oracle base s", "oracle Sym s", "oracle change %",
-             "bound s", "captured", "efficiency", "sim change %", "deployment %")]
+    """Per job: measured CCTs and change, its spread over the repeats (the
+    standard deviation of each repeat's change), the oracle's, captured,
+    efficiency, and the simulation's change at the config's scale and the
+    deployment's."""
+    rows = [("job", "baseline s", "Symphony s", "change %", "repeat sd", "oracle base s", "oracle Sym s",
+             "oracle change %", "bound s", "captured", "efficiency", "sim change %", "deployment %")]
     for job, row in jobs.items():
         o = row.get("oracle") or {}
         sim = row.get("sim") or {}
         rows.append((job, fmt(row["baseline_cct_s"]), fmt(row["symphony_cct_s"]),
-                     fmt(row["cct_change_pct"], "{:+.1f}"), fmt(o.get("baseline_cct_s")),
+                     fmt(row["cct_change_pct"], "{:+.1f}"), fmt(row.get("change_sd_pct"), "{:.1f}"),
+                     fmt(o.get("baseline_cct_s")),
                      fmt(o.get("symphony_cct_s")), fmt(o.get("cct_change_pct"), "{:+.1f}"), fmt(o.get("bound_s")),
                      fmt(row["captured"], "{:.2f}"), fmt(row["efficiency"], "{:.2f}"),
                      fmt((sim.get(CONFIG_SCALE) or {}).get("cct_change_pct"), "{:+.1f}"),

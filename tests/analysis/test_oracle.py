@@ -5,6 +5,7 @@ captured, the efficiency, the plots."""
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 from matplotlib import image as mpimg
@@ -52,7 +53,34 @@ def test_measured_beside_the_oracle_captured_and_efficiency(tmp_path):
     assert summary["oracle_file"] == str(tmp_path / "exp" / f"{STAMP}-oracle.json")
     text = report.read_text()
     assert "### Against the oracle" in text
-    assert "| 1 | 0.0600 | 0.0480 | -20.0 % | 0.0300 | 0.0270 | -10.0 % | 0.0240 | 2.00 | 0.50 |" in text
+    assert ("| 1 | 0.0600 | 0.0480 | -20.0 % | -20.0 %, -20.0 % (sd 0.0) | 0.0300 | 0.0270 | -10.0 % | 0.0240 "
+            "| 2.00 | 0.50 |") in text
+
+
+def test_each_repeats_change_and_their_spread(tmp_path):
+    """Symphony's change within each repeat, in repeat order: a repeat whose
+    Symphony run failed is not one (its baseline has nothing to be set against)."""
+    root, dirs = tmp_path / "exp", []
+    for rep, sym_step, status in ((2, 0.009, "ok"), (1, 0.008, "ok"), (3, 0.0095, "ok"), (4, 0.007, "failed")):
+        dirs.append(write_run(root / f"{STAMP}-baseline-rep{rep}", ring_times(4, 2, 0.010), variant="baseline",
+                              repeat=rep))
+        dirs.append(write_run(root / f"{STAMP}-symphony-rep{rep}", ring_times(4, 2, sym_step), variant="symphony",
+                              repeat=rep, status=status, reason="deadline" if status != "ok" else ""))
+    write_oracle(root, STAMP, oracle_times(ORACLE, repeats=(1, 2, 3, 4)), bound_s=0.024)
+    report = write_report(dirs)
+    job = json.loads((report.parent / "report.json").read_text())["jobs"]["1"]
+    assert job["change_per_repeat_pct"] == pytest.approx([-20.0, -10.0, -5.0])
+    assert job["change_sd_pct"] == pytest.approx(statistics.stdev([-20.0, -10.0, -5.0]))
+    assert job["cct_change_pct"] == pytest.approx((0.008 + 0.009 + 0.0095) / 0.030 * 100 - 100)
+    assert "| -20.0 %, -10.0 %, -5.0 % (sd 7.6) |" in report.read_text()
+
+
+def test_one_repeat_has_no_spread(tmp_path):
+    root = tmp_path / "exp"
+    dirs = [write_run(root / f"{STAMP}-{v}-rep1", ring_times(4, 2, s), variant=v, repeat=1)
+            for v, s in MEASURED.items()]
+    job = json.loads((write_report(dirs).parent / "report.json").read_text())["jobs"]["1"]
+    assert job["change_per_repeat_pct"] == pytest.approx([-20.0]) and job["change_sd_pct"] is None
 
 
 def test_nothing_to_gain_captures_nothing(tmp_path):

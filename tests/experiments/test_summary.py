@@ -80,12 +80,12 @@ def test_summary_json_sets_the_oracle_beside_the_measured_change(tmp_path, capsy
     assert s["oracle_file"] == str(exp / f"{stamp}-oracle.json") and oracle["schema"] == "symphony-oracle/1"
     assert len(oracle["repeats"]["1"]["variants"]["symphony"]["steps"]) == 4 * 6 + 2 * 2
     report = (exp / f"{stamp}-report" / "report.md").read_text()
-    assert "| 2 | 0.0400 | 0.0300 | -25.0 % | 0.0320 | 0.0160 | -50.0 % | 0.0160 | 0.50 | 0.80 |" in report
+    assert "| 2 | 0.0400 | 0.0300 | -25.0 % | -25.0 % | 0.0320 | 0.0160 | -50.0 % | 0.0160 | 0.50 | 0.80 |" in report
     out = capsys.readouterr().out
     assert "captured" in out and "efficiency" in out
     row = next(line.split() for line in out.splitlines() if line.strip().startswith("2 "))
-    # (no simulation asked for: its two columns are empty)
-    assert row == ["2", "0.040", "0.030", "-25.0", "0.032", "0.016", "-50.0", "0.016", "0.50", "0.80", "-", "-"]
+    # (one repeat: no spread; no simulation asked for: its two columns are empty)
+    assert row == ["2", "0.040", "0.030", "-25.0", "-", "0.032", "0.016", "-50.0", "0.016", "0.50", "0.80", "-", "-"]
 
 
 def test_a_config_the_model_cannot_run_leaves_the_oracle_out(tmp_path, fake_spec):
