@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis import metrics as m
+from analysis.noise import describe as describe_noise
 from analysis.oracle import CAPTURE_MIN_PCT
 from analysis.regime import RECOVERED, REGIME_FACTOR, describe
 from analysis.simulation import CONFIG_SCALE, CONFIRMED_NOTE, DEPLOYMENT_SCALE
@@ -149,7 +150,8 @@ def _repeats(row: dict[str, Any]) -> str:
     changes = row.get("change_per_repeat_pct") or []
     cells = ", ".join(_pct(c) for c in changes) or "-"
     sd = row.get("change_sd_pct")
-    return cells if sd is None else f"{cells} (sd {sd:.1f})"
+    noise = row.get("change_noise")
+    return cells if sd is None else f"{cells} (sd {sd:.1f}){'; mean ' + describe_noise(noise) if noise else ''}"
 
 
 def _oracle_markdown(summary: dict[str, Any]) -> list[str]:
@@ -174,7 +176,9 @@ def _oracle_markdown(summary: dict[str, Any]) -> list[str]:
               "Efficiency: oracle baseline CCT over measured baseline CCT. Bound: 2(N-1)/N x S / B at the "
               "slowest access link's nominal rate. Change per repeat: Symphony's run against baseline's on the "
               "same repeat's schedule, each counted repeat in order, and their standard deviation: the run-to-run "
-              "noise a change is to be read against.", ""]
+              "noise a change is to be read against; a mean beyond two standard errors of it (the standard "
+              "deviation over the square root of the repeats) is told apart from no change, a reading aid "
+              "that is looser than a 95 % interval with so few repeats.", ""]
     return lines
 
 

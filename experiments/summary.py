@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from statistics import mean, stdev
 
+from analysis.noise import describe as describe_noise
 from analysis.oracle import job_comparison
 from analysis.records import load_run
 from analysis.regime import FILE_SUFFIX as REGIME_SUFFIX
@@ -266,6 +267,15 @@ def regime_lines(summ: dict) -> list[str]:
     return lines
 
 
+def noise_lines(summ: dict) -> list[str]:
+    """Per job with two or more counted repeats, whether its change is told
+    apart from its own run-to-run noise (analysis.noise): a small change,
+    the kind the oracle predicts for a job with nothing to gain, is read
+    against it."""
+    return [f"job {job}: Symphony's change per repeat, mean {describe_noise(row['change_noise'])}"
+            for job, row in (summ.get("jobs") or {}).items() if row.get("change_noise")]
+
+
 def table(summ: dict) -> str:
     """Per variant: its runs and, for one job, its CCT.  With several jobs a
     CCT pooled over the iterations of different jobs says nothing (the jobs
@@ -368,7 +378,7 @@ def _print_summary(spec: ExperimentSpec, results: list[RunResult], summ: dict, w
         print(jobs_table(summ["jobs"], "  "))
     for line in summ.get("sim_verdict") or []:
         print(f"  {line}")
-    for line in regime_lines(summ):
+    for line in regime_lines(summ) + noise_lines(summ):
         print(f"  {line}")
     if summ["variants"]:
         print(table(summ))

@@ -53,8 +53,8 @@ def test_measured_beside_the_oracle_captured_and_efficiency(tmp_path):
     assert summary["oracle_file"] == str(tmp_path / "exp" / f"{STAMP}-oracle.json")
     text = report.read_text()
     assert "### Against the oracle" in text
-    assert ("| 1 | 0.0600 | 0.0480 | -20.0 % | -20.0 %, -20.0 % (sd 0.0) | 0.0300 | 0.0270 | -10.0 % | 0.0240 "
-            "| 2.00 | 0.50 |") in text
+    assert ("| 1 | 0.0600 | 0.0480 | -20.0 % | -20.0 %, -20.0 % (sd 0.0); mean -20.0 % +- 0.0 (2 standard errors "
+            "over 2 repeats): beyond the run-to-run noise | 0.0300 | 0.0270 | -10.0 % | 0.0240 | 2.00 | 0.50 |") in text
 
 
 def test_each_repeats_change_and_their_spread(tmp_path):
@@ -72,7 +72,10 @@ def test_each_repeats_change_and_their_spread(tmp_path):
     assert job["change_per_repeat_pct"] == pytest.approx([-20.0, -10.0, -5.0])
     assert job["change_sd_pct"] == pytest.approx(statistics.stdev([-20.0, -10.0, -5.0]))
     assert job["cct_change_pct"] == pytest.approx((0.008 + 0.009 + 0.0095) / 0.030 * 100 - 100)
-    assert "| -20.0 %, -10.0 %, -5.0 % (sd 7.6) |" in report.read_text()
+    assert job["change_noise"] == pytest.approx({"mean_pct": -35 / 3, "repeats": 3, "beyond_noise": True,
+                                                 "half_width_pct": 2 * job["change_sd_pct"] / 3 ** 0.5})
+    assert ("| -20.0 %, -10.0 %, -5.0 % (sd 7.6); mean -11.7 % +- 8.8 (2 standard errors over 3 repeats): "
+            "beyond the run-to-run noise |") in report.read_text()
 
 
 def test_one_repeat_has_no_spread(tmp_path):
@@ -81,6 +84,7 @@ def test_one_repeat_has_no_spread(tmp_path):
             for v, s in MEASURED.items()]
     job = json.loads((write_report(dirs).parent / "report.json").read_text())["jobs"]["1"]
     assert job["change_per_repeat_pct"] == pytest.approx([-20.0]) and job["change_sd_pct"] is None
+    assert job["change_noise"] is None
 
 
 def test_nothing_to_gain_captures_nothing(tmp_path):

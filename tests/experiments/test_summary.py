@@ -98,3 +98,16 @@ def test_a_config_the_model_cannot_run_leaves_the_oracle_out(tmp_path, fake_spec
                         "20990101T000000Z", signals=Signals(), report=False, say=lines.append)
     assert s["oracle_file"] is None and s["jobs"] == {}
     assert lines == ["oracle: link h1-l1 has no rate: the model needs topology.host_rate_mbit (and fabric_rate_mbit)"]
+
+
+def test_each_job_with_repeats_is_read_against_its_own_noise():
+    """noise_lines: a job with two or more repeats gets a line saying whether
+    its change is told apart from run-to-run noise; one repeat, none."""
+    summ = {"jobs": {"1": {"change_noise": {"mean_pct": 1.3, "half_width_pct": 1.1, "repeats": 4,
+                                            "beyond_noise": True}},
+                     "2": {"change_noise": {"mean_pct": -0.4, "half_width_pct": 1.6, "repeats": 4,
+                                            "beyond_noise": False}},
+                     "3": {"change_noise": None}}}
+    one, two = SU.noise_lines(summ)
+    assert one.startswith("job 1:") and "+1.3 % +- 1.1" in one and one.endswith("beyond the run-to-run noise")
+    assert two.startswith("job 2:") and "not told apart from no change" in two
