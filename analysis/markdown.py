@@ -150,8 +150,10 @@ def _repeats(row: dict[str, Any]) -> str:
     changes = row.get("change_per_repeat_pct") or []
     cells = ", ".join(_pct(c) for c in changes) or "-"
     sd = row.get("change_sd_pct")
-    noise = row.get("change_noise")
-    return cells if sd is None else f"{cells} (sd {sd:.1f}){'; mean ' + describe_noise(noise) if noise else ''}"
+    if sd is None:
+        return cells
+    noise = row.get("change_noise")       # absent from report.json files written before it
+    return f"{cells} (sd {sd:.1f}); mean {describe_noise(noise)}" if noise else f"{cells} (sd {sd:.1f})"
 
 
 def _oracle_markdown(summary: dict[str, Any]) -> list[str]:

@@ -19,14 +19,20 @@ from statistics import fmean, stdev
 STANDARD_ERRORS = 2     # how many standard errors of the mean a change must lie from zero
 
 
+def spread(changes: list[float]) -> float | None:
+    """The per-repeat changes' standard deviation; None below two repeats."""
+    return stdev(changes) if len(changes) > 1 else None
+
+
 def change_noise(changes: list[float]) -> dict | None:
     """The mean of the per-repeat changes (percent), its half-width of
     ``STANDARD_ERRORS`` standard errors, and whether the mean lies beyond
     it.  None below two repeats: one run says nothing of its own noise."""
-    if len(changes) < 2:
+    sd = spread(changes)
+    if sd is None:
         return None
     mean = fmean(changes)
-    half = STANDARD_ERRORS * stdev(changes) / math.sqrt(len(changes))
+    half = STANDARD_ERRORS * sd / math.sqrt(len(changes))
     return {"mean_pct": mean, "half_width_pct": half, "repeats": len(changes),
             "beyond_noise": abs(mean) > half}
 

@@ -29,7 +29,7 @@ from analysis import metrics as m
 from analysis import plots
 from analysis import regime as rg
 from analysis.markdown import render_markdown
-from analysis.noise import change_noise
+from analysis.noise import change_noise, spread
 from analysis.oracle import find_oracle, job_comparison, load_oracle, timeline_events
 from analysis.records import Run, load_run, meta_t0_ns
 from analysis.simulation import (
@@ -223,7 +223,7 @@ def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = No
     for job, changes in repeat_changes(use).items():
         if job in out["jobs"]:
             out["jobs"][job]["change_per_repeat_pct"] = changes
-            out["jobs"][job]["change_sd_pct"] = stdev(changes) if len(changes) > 1 else None
+            out["jobs"][job]["change_sd_pct"] = spread(changes)
             out["jobs"][job]["change_noise"] = change_noise(changes)
     measured = {v: rg.summarise(use[v][0]) for v in variants}
     out["regime"] = {"measured": measured, "rows": rg.table(measured, regime),
