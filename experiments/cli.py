@@ -4,7 +4,7 @@
                                   [--scale K|auto [--confirm [--confirm-up-to K]]] [--rate R|auto]
                                   [--deployment [--coarse C]]
 python3 -m experiments check CONFIG [--sweep] [--rate R|auto] [--confirm [--confirm-up-to K] [--out DIR]]
-python3 -m experiments model CONFIG [--json] [--repeat N] [--seed S] [--target auto|bmv2|soft]
+python3 -m experiments model CONFIG [--json] [--no-sim] [--coarse C] [--repeat N] [--seed S] [--target auto|bmv2|soft]
 python3 -m experiments net CONFIG [--cli] [--target auto|bmv2|soft] [--baseline] [--run-dir DIR]
 
 Exit codes (contract.exits; experiments/README.md, "Exit codes"): 0 every
@@ -95,6 +95,10 @@ def parse_args(argv):
     model.add_argument("--json", action="store_true", help="print JSON")
     model.add_argument("--no-sim", action="store_true",
                        help="the oracle only, without the simulation at the config's rates and the deployment's")
+    model.add_argument("--coarse", type=int, default=None, metavar="C",
+                       help="the deployment's simulation with C of its packets as one (default 32, a batch's; "
+                            "1: full packets, which can differ by a few points and cost about 15 times as long: "
+                            "experiments/README.md, \"Coarse packets against finer ones\")")
     for p in (model, check):
         p.add_argument("--out", type=Path, default=Path("results"), metavar="DIR",
                        help="results root whose .sim-cache holds the simulation's figures (default: results)")

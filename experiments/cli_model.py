@@ -10,15 +10,17 @@ import json
 import sys
 import time
 
+from analysis.simulation import DEPLOYMENT_SCALE
 from contract import exits
 from experiments import config as C
 from experiments.cli_common import Refused, load
 from experiments.config.regime import data_packets
+from experiments.config.scale import MAX_COARSE
 from experiments.oracle import ModelError
 from experiments.oracle.scenario import RepeatsPrediction, predict_repeats
 from experiments.plan import SIM, run_plan
+from experiments.sim.predict import PREDICTION_COARSE, SIM_CACHE, predict, progress_lines
 from experiments.sim.predict import SCALES as SIM_SCALES
-from experiments.sim.predict import SIM_CACHE, predict, progress_lines
 from experiments.sim.run import refusal
 from experiments.tables import align, fmt
 from hosts.job import JobError
@@ -103,7 +105,8 @@ def model(args, spec: C.ExperimentSpec) -> int:
         return exits.OK
     print(f"{spec.name}: the flow-level oracle over {len(pred.repeats)} repeat(s)' jitter schedules "
           f"(seed {spec.seed}), threshold {spec.symphony.threshold}, {elapsed:.3f} s"
-          + ("; beside it the simulation at the config's rates and at the deployment's scale" if sim else ""))
+          + ("; beside it the simulation at the config's rates and at the deployment's scale"
+             + _packets(sim) if sim else ""))
     rows = [("job", "ranks", "baseline CCT s", "Symphony CCT s", "change %", "bound s",
              *(("sim base s", "sim Sym s", "sim change %", "deployment %") if sim else ()))]
     ranks = {j.job: j.ranks for j in spec.jobs}
@@ -129,10 +132,20 @@ def simulation(spec: C.ExperimentSpec, args) -> dict | None:
     if why:
         print(f"note: no simulation: {why}", file=sys.stderr)
         return None
+    coarse = PREDICTION_COARSE if args.coarse is None else args.coarse
+    if not 1 <= coarse <= MAX_COARSE:
+        raise Refused(f"--coarse: give an integer in 1..{MAX_COARSE} (packets simulated as one), got {coarse}")
     via = VIA_TWIN if args.target == SIM else delay_via(resolve_target(args.target), False)
     total = len(SIM_SCALES) * spec.repeats * len(spec.variants)
     progress = progress_lines(total, lambda line: print(line, file=sys.stderr, flush=True))
-    return predict(spec, list(range(1, spec.repeats + 1)), via, args.out / SIM_CACHE, progress=progress)
+    return predict(spec, list(range(1, spec.repeats + 1)), via, args.out / SIM_CACHE, progress=progress,
+                   coarse=coarse)
+
+
+def _packets(sim: dict) -> str:
+    """How many of the deployment's packets its simulation ran as one."""
+    coarse = (sim["scales"].get(DEPLOYMENT_SCALE) or {}).get("coarse")
+    return f" ({coarse} of its packets as one)" if coarse and coarse > 1 else " (full packets)" if coarse else ""
 
 
 def main(args) -> int:

@@ -39,7 +39,8 @@ from experiments.supervise import RunFailed, RunResult
 
 SIM_CACHE = ".sim-cache"         # under the results root (--out): the figures, by what decides them
 # the deployment's packets per simulated packet in a batch's prediction:
-# within 1.4 points of full packets on the five shipped configs run with them,
+# within 1.4 points of full packets on the five shipped configs run with them (3.1 on
+# fam_two_spines' large job: experiments/README.md, "Two spines' large job with full packets"),
 # 0.8 of 16 as one on the others (64: up to 7 points off): experiments/README.md,
 # "Coarse packets against finer ones"
 PREDICTION_COARSE = 32

@@ -16,6 +16,7 @@ import tomllib
 import pytest
 import tomli_w
 
+from contract import exits
 from experiments import cli, cli_common, cli_model, cli_run
 from experiments import config as C
 from experiments import network as N
@@ -331,3 +332,26 @@ def test_run_warns_where_the_target_cannot_carry_the_batchs_packets(name, target
     assert bool(lines) == warned, lines
     if warned:
         assert re.search(r"about 1,[0-9]{3} data packets/s, over BMv2's 1,000", lines[0]), lines
+
+
+def test_model_simulates_the_deployment_with_the_packets_coarse_asks_for(tmp_path, monkeypatch, capsys):
+    """--coarse C reaches the deployment's simulation (default a batch's 32;
+    1: full packets, which the header says); outside 1..64 a one-line refusal."""
+    path = tmp_path / "victim.toml"
+    path.write_text(VICTIM)
+    asked = []
+
+    def fake_predict(spec, repeats, via, cache, progress, coarse):
+        asked.append(coarse)
+        jobs = {str(j.job): {"baseline_cct_s": 1.0, "symphony_cct_s": 0.9, "cct_change_pct": -10.0} for j in spec.jobs}
+        return {"scales": {"config": {"jobs": jobs}, "deployment": {"jobs": jobs, "coarse": coarse}}, "runs": []}
+    monkeypatch.setattr(cli_model, "predict", fake_predict)
+    assert cli.main(["model", str(path)]) == 0
+    assert "(32 of its packets as one)" in capsys.readouterr().out
+    assert cli.main(["model", str(path), "--coarse", "1"]) == 0
+    assert "(full packets)" in capsys.readouterr().out and asked == [32, 1]
+    for bad in ("0", "65"):
+        assert cli.main(["model", str(path), "--coarse", bad]) == exits.USAGE
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("--coarse: give an integer in 1..64") and "\n" not in err
+    assert asked == [32, 1]
