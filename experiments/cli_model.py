@@ -144,8 +144,8 @@ def simulation(spec: C.ExperimentSpec, args) -> dict | None:
 
 def _packets(sim: dict) -> str:
     """How many of the deployment's packets its simulation ran as one."""
-    coarse = (sim["scales"].get(DEPLOYMENT_SCALE) or {}).get("coarse")
-    return f" ({coarse} of its packets as one)" if coarse and coarse > 1 else " (full packets)" if coarse else ""
+    coarse = sim["scales"][DEPLOYMENT_SCALE]["coarse"]       # predict always simulates the deployment
+    return " (full packets)" if coarse == 1 else f" ({coarse} of its packets as one)"
 
 
 def main(args) -> int:
