@@ -32,6 +32,7 @@ from pathlib import Path
 
 from contract import exits
 from experiments.cli_common import Refused
+from experiments.config.scale import MAX_COARSE
 from experiments.plan import TARGETS
 from experiments.signals import signame_of
 from topologies.switch.targets import TARGETS as SWITCH_TARGETS
@@ -43,6 +44,17 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (argparse's own usage block is noise here)
         print(f"{self.prog}: {message}", file=sys.stderr)
         sys.exit(exits.USAGE)
+
+
+def _coarse(text: str) -> int:
+    """--coarse, for `run` and `model` alike: packets simulated as one, 1..MAX_COARSE."""
+    try:
+        c = int(text)
+    except ValueError:
+        c = None
+    if c is None or not 1 <= c <= MAX_COARSE:
+        raise argparse.ArgumentTypeError(f"give an integer in 1..{MAX_COARSE} (packets simulated as one), got {text}")
+    return c
 
 
 def parse_args(argv):
@@ -67,7 +79,7 @@ def parse_args(argv):
     run.add_argument("--no-sim", action="store_true",
                      help="skip the simulation's figures beside the oracle (at the config's rates and the "
                           "deployment's scale; cached under --out, so a second batch of a scenario costs nothing)")
-    run.add_argument("--coarse", type=int, default=1, metavar="C",
+    run.add_argument("--coarse", type=_coarse, default=1, metavar="C",
                      help="(--deployment) simulate C of the deployment's packets as one (speed; its error "
                           "against finer packets is in experiments/README.md)")
     check = sub.add_parser("check", help="validate a config as `run` would and print it resolved")
@@ -95,7 +107,7 @@ def parse_args(argv):
     model.add_argument("--json", action="store_true", help="print JSON")
     model.add_argument("--no-sim", action="store_true",
                        help="the oracle only, without the simulation at the config's rates and the deployment's")
-    model.add_argument("--coarse", type=int, default=None, metavar="C",
+    model.add_argument("--coarse", type=_coarse, default=None, metavar="C",
                        help="the deployment's simulation with C of its packets as one (default 32, a batch's; "
                             "1: full packets, which can differ by a few points and cost about 15 times as long: "
                             "experiments/README.md, \"Coarse packets against finer ones\")")

@@ -15,7 +15,6 @@ from contract import exits
 from experiments import config as C
 from experiments.cli_common import Refused, load
 from experiments.config.regime import data_packets
-from experiments.config.scale import MAX_COARSE
 from experiments.oracle import ModelError
 from experiments.oracle.scenario import RepeatsPrediction, predict_repeats
 from experiments.plan import SIM, run_plan
@@ -133,8 +132,6 @@ def simulation(spec: C.ExperimentSpec, args) -> dict | None:
         print(f"note: no simulation: {why}", file=sys.stderr)
         return None
     coarse = PREDICTION_COARSE if args.coarse is None else args.coarse
-    if not 1 <= coarse <= MAX_COARSE:
-        raise Refused(f"--coarse: give an integer in 1..{MAX_COARSE} (packets simulated as one), got {coarse}")
     via = VIA_TWIN if args.target == SIM else delay_via(resolve_target(args.target), False)
     total = len(SIM_SCALES) * spec.repeats * len(spec.variants)
     progress = progress_lines(total, lambda line: print(line, file=sys.stderr, flush=True))

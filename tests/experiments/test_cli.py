@@ -336,7 +336,8 @@ def test_run_warns_where_the_target_cannot_carry_the_batchs_packets(name, target
 
 def test_model_simulates_the_deployment_with_the_packets_coarse_asks_for(tmp_path, monkeypatch, capsys):
     """--coarse C reaches the deployment's simulation (default a batch's 32;
-    1: full packets, which the header says); outside 1..64 a one-line refusal."""
+    1: full packets, which the header says); outside 1..64 a one-line refusal,
+    the same for `run`'s --coarse."""
     path = tmp_path / "victim.toml"
     path.write_text(VICTIM)
     asked = []
@@ -350,8 +351,12 @@ def test_model_simulates_the_deployment_with_the_packets_coarse_asks_for(tmp_pat
     assert "(32 of its packets as one)" in capsys.readouterr().out
     assert cli.main(["model", str(path), "--coarse", "1"]) == 0
     assert "(full packets)" in capsys.readouterr().out and asked == [32, 1]
-    for bad in ("0", "65"):
-        assert cli.main(["model", str(path), "--coarse", bad]) == exits.USAGE
-        err = capsys.readouterr().err.strip()
-        assert err.startswith("--coarse: give an integer in 1..64") and "\n" not in err
+    for command in ("model", "run"):
+        for bad in ("0", "65", "x"):
+            with pytest.raises(SystemExit) as exc:
+                cli.main([command, str(path), "--coarse", bad])
+            assert exc.value.code == exits.USAGE
+            err = capsys.readouterr().err.strip()
+            assert f"--coarse: give an integer in 1..64 (packets simulated as one), got {bad}" in err
+            assert "\n" not in err
     assert asked == [32, 1]
