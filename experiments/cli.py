@@ -35,6 +35,7 @@ from experiments.cli_common import Refused
 from experiments.config.scale import MAX_COARSE
 from experiments.plan import TARGETS
 from experiments.signals import signame_of
+from experiments.sim.predict import PREDICTION_COARSE
 from topologies.switch.targets import TARGETS as SWITCH_TARGETS
 
 COMMANDS = ("run", "check", "model", "net")
@@ -107,10 +108,10 @@ def parse_args(argv):
     model.add_argument("--json", action="store_true", help="print JSON")
     model.add_argument("--no-sim", action="store_true",
                        help="the oracle only, without the simulation at the config's rates and the deployment's")
-    model.add_argument("--coarse", type=_coarse, default=None, metavar="C",
-                       help="the deployment's simulation with C of its packets as one (default 32, a batch's; "
-                            "1: full packets, which can differ by a few points and cost about 15 times as long: "
-                            "experiments/README.md, \"Coarse packets against finer ones\")")
+    model.add_argument("--coarse", type=_coarse, default=PREDICTION_COARSE, metavar="C",
+                       help=f"the deployment's simulation with C of its packets as one (default {PREDICTION_COARSE}, "
+                            "a batch's; 1: full packets, which can differ by a few points and cost about 15 times "
+                            "as long: experiments/README.md, \"Coarse packets against finer ones\")")
     for p in (model, check):
         p.add_argument("--out", type=Path, default=Path("results"), metavar="DIR",
                        help="results root whose .sim-cache holds the simulation's figures (default: results)")

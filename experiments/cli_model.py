@@ -18,8 +18,8 @@ from experiments.config.regime import data_packets
 from experiments.oracle import ModelError
 from experiments.oracle.scenario import RepeatsPrediction, predict_repeats
 from experiments.plan import SIM, run_plan
-from experiments.sim.predict import PREDICTION_COARSE, SIM_CACHE, predict, progress_lines
 from experiments.sim.predict import SCALES as SIM_SCALES
+from experiments.sim.predict import SIM_CACHE, predict, progress_lines
 from experiments.sim.run import refusal
 from experiments.tables import align, fmt
 from hosts.job import JobError
@@ -131,12 +131,11 @@ def simulation(spec: C.ExperimentSpec, args) -> dict | None:
     if why:
         print(f"note: no simulation: {why}", file=sys.stderr)
         return None
-    coarse = PREDICTION_COARSE if args.coarse is None else args.coarse
     via = VIA_TWIN if args.target == SIM else delay_via(resolve_target(args.target), False)
     total = len(SIM_SCALES) * spec.repeats * len(spec.variants)
     progress = progress_lines(total, lambda line: print(line, file=sys.stderr, flush=True))
     return predict(spec, list(range(1, spec.repeats + 1)), via, args.out / SIM_CACHE, progress=progress,
-                   coarse=coarse)
+                   coarse=args.coarse)
 
 
 def _packets(sim: dict) -> str:
