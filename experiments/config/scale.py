@@ -22,8 +22,9 @@ lasts t times as long, and everything else happens at the same point of it.
   delays (its base RTT over the longest path), ECN thresholds and queue
   depth, DCQCN's published values, its packet size and transport timers.
   ``coarse`` C > 1 makes every packet C of the deployment's (a queue, ECN
-  threshold or packet count in packets divides by C): the simulation's
-  option for speed, measured against finer packets (experiments/README.md).
+  threshold or packet count in packets divides by C; a frame is ECN-marked
+  as any of its C packets would be): the simulation's option for speed,
+  measured against finer packets (experiments/README.md).
 
 Times measured on a scaled run are reported in the config's own units,
 divided by ``time`` (``Scaling.time``; meta.json and the summary say it).
@@ -208,7 +209,8 @@ def _ecn(spec: ExperimentSpec, sc: Scaling, d: Deployment) -> EcnParams:
     if not sc.deployment:
         return spec.ecn
     return EcnParams(kmin=max(1, round(d.kmin_bytes / d.packet_bytes / sc.coarse)),
-                     kmax=max(1, round(d.kmax_bytes / d.packet_bytes / sc.coarse)), pmax=d.pmax)
+                     kmax=max(1, round(d.kmax_bytes / d.packet_bytes / sc.coarse)), pmax=d.pmax,
+                     frame_packets=sc.coarse)
 
 
 def scale(spec: ExperimentSpec, sc: Scaling, d: Deployment = DEPLOYMENT) -> ExperimentSpec:

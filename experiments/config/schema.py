@@ -40,7 +40,7 @@ TOPO_KEYS = {f.name for f in fields(TopoParams)}
 LEAFSPINE_KEYS = ("leaves", "spines")       # only meaningful for kind "leafspine"
 JOB_KEYS = {"job", "ranks", "hosts", "placement", "message_bytes", "iterations", "transport", "data_port",
             "udp", "deadlines"}
-ECN_KEYS = {f.name for f in fields(EcnParams)}
+ECN_KEYS = {f.name for f in fields(EcnParams)} - {"frame_packets"}     # the deployment simulation's (scale)
 # enabled: the variant's; gate_pkts: derived from gate_step (experiments.config.spec.gate_pkts)
 SYMPHONY_KEYS = {f.name for f in fields(SymphonyParams)} - {"enabled", "gate_pkts"}
 RUNNER_KEYS = {"run_deadline_s"}

@@ -95,9 +95,11 @@ class ExperimentSpec:
             del topology["leaves"], topology["spines"]
         symphony = asdict(self.symphony)
         del symphony["enabled"], symphony["gate_pkts"]      # the variant's; derived from gate_step
+        ecn = asdict(self.ecn)
+        del ecn["frame_packets"]                            # the scaling's (meta.json's coarse)
         out = {"name": self.name, "seed": self.seed, "repeats": self.repeats, "variants": list(self.variants),
                "topology": topology, "jobs": [j.as_dict() for j in self.jobs], "dcqcn": dict(self.dcqcn),
-               "ecn": asdict(self.ecn), "symphony": symphony, "jitter": copy.deepcopy(list(self.jitter)),
+               "ecn": ecn, "symphony": symphony, "jitter": copy.deepcopy(list(self.jitter)),
                "runner": asdict(self.runner), "sweep_point": copy.deepcopy(self.sweep_point)}
         return out if keep_none else _without_none(out)
 

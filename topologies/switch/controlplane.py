@@ -261,7 +261,7 @@ def install(client, plan: SwitchPlan, ecn: EcnParams, symphony: SymphonyParams, 
         # job's tag width (all its flows share the mode)
         flows = [f for f in plan.flows if f.job == job]
         program.install_job(client, slot, [f.flow_id for f in flows], first_step=0, tcp=flows[0].tcp)
-    n_queue_ecn = program.install_queue_ecn(client, ecn.kmin, ecn.kmax, ecn.pmax)
+    n_queue_ecn = program.install_queue_ecn(client, ecn.kmin, ecn.kmax, ecn.pmax, ecn.frame_packets)
     program.install_sym_ecn(client, symphony.k_sym, symphony.p_sym, symphony.gate_pkts)
     verify_entries(client, plan, n_queue_ecn)
     for q in plan.queues:

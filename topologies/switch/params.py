@@ -12,11 +12,16 @@ from contract.p4names import GATE_DEFAULT, K_SYM_DEFAULT
 @dataclass(frozen=True)
 class EcnParams:
     """DCQCN/RED marking on every egress queue: probability ramps from 0 at
-    kmin to pmax at kmax (packets), always past kmax."""
+    kmin to pmax at kmax (packets), always past kmax.  frame_packets: the
+    packets one frame stands for (the deployment simulation's coarse
+    packets, set by experiments.config.scale, not a config key): a frame is
+    marked as any of its packets would be, 1 - (1 - p)^frame_packets, since
+    a receiver's CNP answers any marked packet of its interval."""
 
     kmin: int = 5
     kmax: int = 20
     pmax: float = 0.2
+    frame_packets: int = 1
 
 
 @dataclass(frozen=True)

@@ -85,12 +85,16 @@ def add_flow(client, src_ip: str, dst_ip: str, dport: int, flow_id: int, job_slo
 
 # --- ECN parameters ---------------------------------------------------------
 
-def queue_ecn_entries(kmin: int, kmax: int, pmax: float,
-                      max_entries: int = N.QUEUE_ECN_SIZE) -> list[tuple[str, int, int]]:
+def queue_ecn_entries(kmin: int, kmax: int, pmax: float, max_entries: int = N.QUEUE_ECN_SIZE,
+                      frame_packets: int = 1) -> list[tuple[str, int, int]]:
     """queue_ecn entries (range key, probability units, priority) for
-    DCQCN/RED marking: Pmax (q - Kmin)/(Kmax - Kmin) when Kmin < q <= Kmax,
-    always when q > Kmax.  One entry per depth while they fit in the table;
-    beyond that the ramp is cut into equal bins, each with its mean."""
+    DCQCN/RED marking: p = Pmax (q - Kmin)/(Kmax - Kmin) when Kmin < q <=
+    Kmax, always when q > Kmax; a frame of frame_packets packets at
+    1 - (1 - p)^frame_packets (params.EcnParams).  One entry per depth while
+    they fit in the table; beyond that the ramp is cut into equal bins,
+    each with its mean."""
+    if not isinstance(frame_packets, int) or frame_packets < 1:
+        raise ValueError(f"need frame_packets >= 1, got {frame_packets!r}")
     if not 0 <= kmin <= kmax:
         raise ValueError(f"need 0 <= Kmin <= Kmax, got Kmin={kmin} Kmax={kmax}")
     pmax_units = prob_units(pmax, "Pmax")
@@ -101,7 +105,8 @@ def queue_ecn_entries(kmin: int, kmax: int, pmax: float,
         for b in range(bins):
             lo = kmin + 1 + (span * b) // bins
             hi = kmin + (span * (b + 1)) // bins
-            mean = sum(pmax_units * (q - kmin) / span for q in range(lo, hi + 1)) / (hi - lo + 1)
+            mean = sum(_frame_units(pmax_units * (q - kmin) / span, frame_packets)
+                       for q in range(lo, hi + 1)) / (hi - lo + 1)
             p = min(N.PROB_ONE, round(mean))
             if p > 0 and lo <= min(hi, QDEPTH_MAX):
                 entries.append((lo, min(hi, QDEPTH_MAX), p))
@@ -110,9 +115,16 @@ def queue_ecn_entries(kmin: int, kmax: int, pmax: float,
     return [(f"{lo}->{hi}", p, i + 1) for i, (lo, hi, p) in enumerate(entries)]
 
 
-def install_queue_ecn(client, kmin: int, kmax: int, pmax: float) -> int:
+def _frame_units(units: float, frame_packets: int) -> float:
+    """A packet's marking probability (units of 2^-16) as a frame's of that many packets."""
+    if frame_packets == 1:
+        return units
+    return N.PROB_ONE * (1 - (1 - units / N.PROB_ONE) ** frame_packets)
+
+
+def install_queue_ecn(client, kmin: int, kmax: int, pmax: float, frame_packets: int = 1) -> int:
     client.table_clear(N.QUEUE_ECN)
-    entries = queue_ecn_entries(kmin, kmax, pmax)
+    entries = queue_ecn_entries(kmin, kmax, pmax, frame_packets=frame_packets)
     for key, p, prio in entries:
         client.table_add(N.QUEUE_ECN, "queue_mark_prob", [key], [str(p)], prio)
     return len(entries)

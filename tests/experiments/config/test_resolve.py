@@ -48,6 +48,7 @@ def test_defaults_are_filled_and_hosts_placed(base):
     (lambda r: r.update(symphony={"gate_step": -0.1}), "symphony.gate_step"),
     (lambda r: r.update(symphony={"gate_step": 1.5}), "symphony.gate_step"),
     (lambda r: r.update(symphony={"gate_pkts": 64}), "symphony.gate_pkts"),     # derived, not a key
+    (lambda r: r.update(ecn={"frame_packets": 8}), "ecn.frame_packets"),       # the scaling's, not a key
     (lambda r: r.update(colour="blue"), "colour"),
     (lambda r: r["topology"].update(spine=1), "topology.spine"),
     (lambda r: r.update(jitter=[{"kind": "rate", "start_s": 0, "duration_s": 1}]), "jitter[0]"),

@@ -100,6 +100,9 @@ def test_coarse_frames_keep_the_deployments_base_rtt_while_their_serialisation_f
 def test_coarse_packets_divide_every_count_in_packets(spec):
     one, coarse = (scale(spec, deployment_scaling(spec, c)) for c in (1, 8))
     assert coarse.ecn.kmin * 8 == one.ecn.kmin and coarse.topology.queue_depth_pkts * 8 == one.topology.queue_depth_pkts
+    # a frame is marked as any of its 8 packets would be (the switch installs it so)
+    assert (one.ecn.frame_packets, coarse.ecn.frame_packets) == (1, 8)
+    assert "frame_packets" not in coarse.as_dict()["ecn"]
     # K_sym rounds up: 9 packets are 2 frames of 8; the gate, a quarter of the
     # deployment's step (125 MB at 100 Gbit/s in 10 ms), is 31,250 of its
     # 1,000-byte packets and 3,906 frames of 8
