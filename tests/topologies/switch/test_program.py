@@ -69,11 +69,11 @@ def test_a_coarse_frame_is_marked_as_any_of_its_packets_would_be(frames):
     marked at 1 - (1 - p)^C, not at one packet's p (which made the coarse
     runs' DCQCN see a few times fewer CNPs just above Kmin)."""
     kmin, kmax, pmax = 12, 50, 0.2                  # the deployment's thresholds in frames of 32
-    table = Pipeline()
+    sw = Pipeline()
     for key, p, prio in S.queue_ecn_entries(kmin, kmax, pmax, frame_packets=frames):
-        table.table_add("queue_ecn", "queue_mark_prob", [key], [str(p)], prio)
+        sw.table_add("queue_ecn", "queue_mark_prob", [key], [str(p)], prio)
     for q in range(0, kmax + 3):
-        e = table.tables["queue_ecn"].lookup_range(q)
+        e = sw.tables["queue_ecn"].lookup_range(q)
         got = e.params[0] / N.PROB_ONE if e else 0.0
         assert got == pytest.approx(1 - (1 - queue_mark_probability(q, kmin, kmax, pmax)) ** frames, abs=1e-4), q
     with pytest.raises(ValueError, match="frame_packets"):
