@@ -117,7 +117,7 @@ def queue_ecn_entries(kmin: int, kmax: int, pmax: float, max_entries: int = N.QU
 
 def _frame_units(units: float, frame_packets: int) -> float:
     """A packet's marking probability (units of 2^-16) as a frame's of that many packets."""
-    if frame_packets == 1:
+    if frame_packets == 1:          # the packet's own, not 1 - (1 - p) in floats: full packets install as before
         return units
     return N.PROB_ONE * (1 - (1 - units / N.PROB_ONE) ** frame_packets)
 
