@@ -22,7 +22,7 @@ from experiments.sim.predict import SIM_CACHE, progress_lines
 from experiments.sim.run import refusal
 from topologies.network import shield
 from topologies.network.state import leftovers
-from topologies.switch.targets import TargetError, resolve_target
+from topologies.switch.targets import TargetError, build_bmv2_program, resolve_target
 
 LEFTOVER_GRACE_S = 2.0      # a torn-down network's last processes exit within this
 NOTE = "note: "             # what check and run tell on stderr beside their output (warnings say "warning: ")
@@ -69,11 +69,15 @@ def _loss_applies(args) -> bool:
 
 def root_and_target(args) -> None:
     """Refused unless the command can build networks here (root, a target
-    that can run)."""
+    that can run).  On BMv2 the program is compiled first when it is
+    missing or older than its P4 source, as the suite does: otherwise
+    every run of a batch (a fresh clone, a pulled P4 change) fails alike
+    on the network's stale-program check."""
     if os.geteuid() != 0:
         raise Refused(f"experiments {args.command}: needs root (Mininet and network namespaces): run it with sudo")
     try:
-        resolve_target(args.target)
+        if resolve_target(args.target) == "bmv2":
+            build_bmv2_program()
     except TargetError as exc:
         raise Refused(f"--target {args.target}: {exc}") from None
 

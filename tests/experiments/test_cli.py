@@ -25,7 +25,7 @@ from experiments.config.scale import Scaling, scale
 from tests.harness import REPO
 from topologies.network.names import PREFIX
 from topologies.network.shell import list_links
-from topologies.switch.targets import bmv2_available
+from topologies.switch.targets import TargetError, bmv2_available
 
 JOB = "[[jobs]]\nranks = 2\nmessage_bytes = 4000\niterations = 1\n"
 
@@ -308,6 +308,38 @@ def test_rank_by_oracle_runs_the_points_in_that_order(tmp_path, monkeypatch):
                         lambda args, points, **kw: ran.extend(label for label, *_ in points) or 0)
     assert cli.main(["run", str(path), "--sweep", "--rank-by-oracle", "--target", "soft"]) == 0
     assert ran == ["threshold0", "threshold1", "threshold2"]
+
+
+def test_run_on_bmv2_compiles_a_stale_program_before_the_batch(tmp_path, monkeypatch, capsys):
+    # a fresh clone or a pulled P4 change: every run would fail on the network's stale-program check
+    path = tmp_path / "s.toml"
+    path.write_text(tomli_w.dumps(SWEEP))
+    events = []
+    monkeypatch.setattr(cli_common.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(cli_common, "resolve_target", lambda target: "bmv2")
+    monkeypatch.setattr(cli_common, "build_bmv2_program", lambda: events.append("build"))
+    monkeypatch.setattr(cli_run, "run_points", lambda args, points, **kw: events.append("run") or 0)
+    assert cli.main(["run", str(path), "--sweep", "--target", "bmv2", "--out", str(tmp_path / "out")]) == 0
+    assert events == ["build", "run"]
+
+    def broken():
+        raise TargetError("`make p4` failed (exit 2): symphony.p4(3): error: boom")
+    events.clear()
+    monkeypatch.setattr(cli_common, "build_bmv2_program", broken)
+    assert cli.main(["run", str(path), "--sweep", "--target", "bmv2", "--out", str(tmp_path / "out")]) == exits.USAGE
+    assert capsys.readouterr().err.strip().splitlines()[-1] == \
+        "--target bmv2: `make p4` failed (exit 2): symphony.p4(3): error: boom"
+    assert events == []
+
+
+def test_run_on_the_soft_target_compiles_nothing(tmp_path, monkeypatch):
+    path = tmp_path / "s.toml"
+    path.write_text(tomli_w.dumps(SWEEP))
+    monkeypatch.setattr(cli_common.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(cli_common, "resolve_target", lambda target: "soft")
+    monkeypatch.setattr(cli_common, "build_bmv2_program", lambda: pytest.fail("compiled for the soft target"))
+    monkeypatch.setattr(cli_run, "run_points", lambda args, points, **kw: 0)
+    assert cli.main(["run", str(path), "--sweep", "--target", "soft", "--out", str(tmp_path / "out")]) == 0
 
 
 def test_model_takes_the_schedule_as_the_target_would_apply_it(tmp_path):
