@@ -8,9 +8,10 @@ pytest can call it at collection time.
 
 ``bmv2_program_stale`` is the one definition of a stale BMv2 program
 (missing, or older than a P4 source it is compiled from): the network refuses
-such a program and the conformance rig (and the test suite, tests/conftest.py)
-rebuild it with ``build_bmv2_program``, so neither runs yesterday's program
-against today's control plane.  Only that function starts anything.
+such a program and the conformance rig, the test suite (tests/conftest.py)
+and `experiments run`/`net` (experiments/cli_common.py) rebuild it with
+``build_bmv2_program``, so none runs yesterday's program against today's
+control plane.  Only that function starts anything.
 """
 
 from __future__ import annotations
