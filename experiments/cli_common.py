@@ -67,19 +67,22 @@ def _loss_applies(args) -> bool:
         return True
 
 
-def root_and_target(args) -> None:
-    """Refused unless the command can build networks here (root, a target
-    that can run).  On BMv2 the program is compiled first when it is
+def root_and_target(args) -> str:
+    """The target the command's networks run on ("bmv2" | "soft"), resolved
+    here once; Refused unless the command can build networks here (root, a
+    target that can run).  On BMv2 the program is compiled first when it is
     missing or older than its P4 source, as the suite does: otherwise
     every run of a batch (a fresh clone, a pulled P4 change) fails alike
     on the network's stale-program check."""
     if os.geteuid() != 0:
         raise Refused(f"experiments {args.command}: needs root (Mininet and network namespaces): run it with sudo")
     try:
-        if resolve_target(args.target) == "bmv2":
+        target = resolve_target(args.target)
+        if target == "bmv2":
             build_bmv2_program()
     except TargetError as exc:
         raise Refused(f"--target {args.target}: {exc}") from None
+    return target
 
 
 def _settled(look, within_s: float = LEFTOVER_GRACE_S) -> list:

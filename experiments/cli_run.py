@@ -280,9 +280,9 @@ def main(args) -> int:
             why = emulation_refusal(spec)
             if why:
                 raise Refused(f"config error: {why}")
-        root_and_target(args)
+        target = root_and_target(args)
     scaled, confirmations = scaled_points(args, points)
     if args.target != SIM:
-        for line in over_budget(scaled, resolve_target(args.target)):
+        for line in over_budget(scaled, target):
             print(f"warning: {line}", file=sys.stderr, flush=True)
     return run_points(args, scaled, scenarios=dict(points), confirmations=confirmations)

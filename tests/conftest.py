@@ -7,6 +7,9 @@
   Where the toolchain is installed, these tests run and must pass, on the
   program compiled from today's source: the session builds it (`make p4`)
   when it is missing or stale, once, before the first test.
+- ``SYMPHONY_ABSENT=bmv2,tofino,netem`` (or ``all``) makes those tools look
+  missing, so a machine that has them runs the suite as one without them
+  would (contract/absent.py).
 
 Helpers shared by several test modules live in tests/harness/.
 """
@@ -15,6 +18,7 @@ import os
 
 import pytest
 
+from contract.absent import absent_parts
 from topologies.switch.targets import bmv2_skip_reason, build_bmv2_program
 
 ROOT_REASON = "needs root (network namespaces, Mininet, raw sockets): run the suite with sudo"
@@ -30,6 +34,10 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_sessionstart(session):
+    try:
+        absent_parts()      # a misspelt SYMPHONY_ABSENT would hide nothing, silently
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
     if not BMV2_REASON:
         build_bmv2_program()
 

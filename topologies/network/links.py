@@ -15,6 +15,7 @@ import functools
 import subprocess
 from dataclasses import dataclass
 
+from contract.absent import pretends_absent
 from topologies.network.names import PREFIX
 from topologies.network.state import StateFile
 from topologies.spec.netem import DEFAULT_LIMIT, NetemParams
@@ -114,8 +115,11 @@ def netem_available() -> bool:
     """Whether this kernel has sch_netem: a netem qdisc on the loopback of a
     throwaway namespace (never on a real interface; `modprobe -n` is not
     everywhere and the module may be built in), registered with a state
-    file as every lab is.  Needs root; False when anything fails.  Asked
-    once per process."""
+    file as every lab is.  Needs root; False when anything fails, and
+    where SYMPHONY_ABSENT names netem (contract/absent.py).  Asked once per
+    process."""
+    if pretends_absent("netem"):
+        return False
     try:
         state = StateFile.claim("netem probe")
     except OSError:

@@ -23,6 +23,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from contract.absent import pretends_absent, reason
+
 TARGETS = ("auto", "bmv2", "soft")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -47,14 +49,21 @@ class TargetError(ValueError):
     """A target was asked for that cannot run here (one-line message)."""
 
 
+def _which(prog: str) -> str | None:
+    """shutil.which, but nothing where SYMPHONY_ABSENT hides the BMv2 toolchain (contract/absent.py)."""
+    return None if pretends_absent("bmv2") else shutil.which(prog)
+
+
 def _module_present(name: str) -> bool:
+    if pretends_absent("bmv2"):
+        return False
     try:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
         return False
 
 
-def missing_bmv2_parts(which: Callable[[str], str | None] = shutil.which,
+def missing_bmv2_parts(which: Callable[[str], str | None] = _which,
                        has_module: Callable[[str], bool] = _module_present) -> list[str]:
     """Names of the BMv2 toolchain parts that are not installed (empty: all there)."""
     missing = [prog for prog in BMV2_PROGRAMS if not which(prog)]
@@ -75,6 +84,8 @@ def bmv2_skip_reason(**lookups) -> str:
     missing = missing_bmv2_parts(**lookups)
     if not missing:
         return ""
+    if not lookups and pretends_absent("bmv2"):
+        return reason("bmv2")
     return f"simple_switch/p4c not installed (missing: {', '.join(missing)}; {VM_HINT})"
 
 
