@@ -14,8 +14,10 @@ DEMO_ARGS ?= --scale auto --rate auto --repeat 1
 
 setup: $(STAMP)
 
-# Re-run the set-up only when what it installs has changed.
-$(STAMP): pyproject.toml scripts/setup.sh
+# Re-run the set-up only when what it installs has changed (the engine's
+# C++ included: setup rebuilds it).
+ENGINE_SOURCES := engine/pyproject.toml engine/CMakeLists.txt $(wildcard engine/src/*) $(wildcard engine/symphony_engine/*.py)
+$(STAMP): pyproject.toml scripts/setup.sh $(ENGINE_SOURCES)
 	bash scripts/setup.sh
 	touch $@
 

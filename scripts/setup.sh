@@ -16,6 +16,7 @@ SYSTEM_PACKAGES=(
     procps psmisc   # ps, pkill by pid group in cleanup
     shellcheck      # lint of the shell scripts (tests)
     ruby            # `ruby -c Vagrantfile` (tests)
+    g++ cmake       # the compiled packet engine (engine/)
 )
 VENV=.venv
 PYTHON=/usr/bin/python3
@@ -42,6 +43,10 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q -e ".[test]"
-"$VENV/bin/python" -c "import mininet.net, numpy, matplotlib" \
-    || { echo "setup: the virtual environment cannot import Mininet/numpy/matplotlib" >&2; exit 1; }
+# the compiled packet engine: C++17 through scikit-build-core and nanobind
+# (PyPI), its build tree kept in engine/build for the next rebuild
+"$VENV/bin/python" -m pip install -q ./engine \
+    || { echo "setup: building the packet engine (engine/) failed: the compiler's messages are above" >&2; exit 1; }
+"$VENV/bin/python" -c "import mininet.net, numpy, matplotlib, symphony_engine" \
+    || { echo "setup: the virtual environment cannot import Mininet/numpy/matplotlib/symphony_engine" >&2; exit 1; }
 echo "setup: ready ($("$VENV/bin/python" --version), Mininet $("$VENV/bin/python" -c 'import mininet.net; print(mininet.net.VERSION)'))"
