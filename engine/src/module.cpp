@@ -3,12 +3,15 @@
 
 namespace nb = nanobind;
 
+void bind_packet(nb::module_& m);
 void bind_switch(nb::module_& m);
-void bind_dcqcn(nb::module_& m);
+void bind_transport(nb::module_& m);
+void bind_world(nb::module_& m);
 
 NB_MODULE(_engine, m) {
     m.doc() = "Symphony testbed packet engine (C++)";
-    m.attr("ABI") = 1;
+    bind_packet(m);
     bind_switch(m);
-    bind_dcqcn(m);
+    bind_transport(m);
+    bind_world(m);
 }
