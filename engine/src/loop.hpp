@@ -1,0 +1,141 @@
+// The engine's clock: a discrete-event loop on virtual time, as
+// experiments/sim/engine.py's Engine and Waker (one meaning, held by the
+// tests that run the same scenarios through both).  Events run in time
+// order, and among equal times in the order they were scheduled, so a run
+// is the same every time and the same as the Python engine's where both
+// schedule the same events in the same order.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <queue>
+#include <vector>
+
+namespace sym {
+
+constexpr double INF = std::numeric_limits<double>::infinity();
+
+class Engine;
+
+// What an event calls: a part of the world (a wire, a waker, a Python
+// callback's slot); a and b say what it is about (a packet's slot, a port).
+struct Handler {
+    virtual ~Handler() = default;
+    virtual void fire(Engine& engine, uint32_t a, uint32_t b) = 0;
+};
+
+struct Event {
+    double t;
+    uint64_t seq;
+    Handler* h;
+    uint32_t a, b;
+};
+
+struct EventLater {
+    bool operator()(const Event& x, const Event& y) const {
+        return x.t > y.t || (x.t == y.t && x.seq > y.seq);
+    }
+};
+
+class Engine {
+public:
+    double now = 0.0;
+    uint64_t events = 0;     // events run so far
+
+    // Run h->fire(a, b) at time t (now, if t has passed), as Engine.at.
+    void at(double t, Handler* h, uint32_t a = 0, uint32_t b = 0) {
+        q_.push(Event{t > now ? t : now, ++seq_, h, a, b});
+    }
+    void stop() { stopped_ = true; }
+    size_t pending() const { return q_.size(); }
+
+    // Events in order until none is left, the next is after `until`, or an
+    // event calls stop().  `poll` (may be null) runs every POLL_EVENTS
+    // events and ends the run when it returns false: the binding checks
+    // for signals there, so Ctrl-C reaches a long run.
+    static constexpr uint64_t POLL_EVENTS = 1 << 14;
+    template <class Poll>
+    void run(double until, Poll&& poll) {
+        stopped_ = false;
+        uint64_t next_poll = events + POLL_EVENTS;
+        while (!q_.empty() && q_.top().t <= until) {
+            Event e = q_.top();
+            q_.pop();
+            now = e.t;
+            ++events;
+            e.h->fire(*this, e.a, e.b);
+            if (stopped_) return;
+            if (events >= next_poll) {
+                next_poll = events + POLL_EVENTS;
+                if (!poll()) return;
+            }
+        }
+    }
+
+private:
+    std::priority_queue<Event, std::vector<Event>, EventLater> q_;
+    uint64_t seq_ = 0;
+    bool stopped_ = false;
+};
+
+// One component's next wake-up, as experiments/sim/engine.py's Waker: of
+// several requests the earliest stands; a superseded one does nothing when
+// its time comes (cheaper than taking it out of the heap).  The event
+// carries the time it was asked for (its 64 bits in a and b), as Python's
+// carries it as the argument.
+class Waker : public Handler {
+public:
+    double due = INF;
+    virtual void wake(Engine& engine, double now) = 0;
+
+    void wake_at(Engine& engine, double t) {
+        if (t < due) {
+            due = t;
+            uint64_t bits;
+            std::memcpy(&bits, &t, sizeof bits);
+            engine.at(t, this, static_cast<uint32_t>(bits), static_cast<uint32_t>(bits >> 32));
+        }
+    }
+    void fire(Engine& engine, uint32_t a, uint32_t b) override {
+        uint64_t bits = (static_cast<uint64_t>(b) << 32) | a;
+        double t;
+        std::memcpy(&t, &bits, sizeof t);
+        if (t != due) return;       // superseded by an earlier request that has run
+        due = INF;
+        wake(engine, engine.now);
+    }
+};
+
+// Objects in flight (packets on a wire), each held in a slot an event names.
+template <class T>
+class Slab {
+public:
+    uint32_t put(T&& v) {
+        if (free_.empty()) {
+            items_.push_back(std::move(v));
+            return static_cast<uint32_t>(items_.size() - 1);
+        }
+        uint32_t i = free_.back();
+        free_.pop_back();
+        items_[i] = std::move(v);
+        return i;
+    }
+    T take(uint32_t i) {
+        T v = std::move(items_[i]);
+        free_.push_back(i);
+        return v;
+    }
+    size_t live() const { return items_.size() - free_.size(); }
+    // every slot, taken or free (a free one holds a moved-from value)
+    template <class F>
+    void each(F&& f) { for (auto& v : items_) f(v); }
+    void clear() { items_.clear(); free_.clear(); }
+
+private:
+    std::vector<T> items_;
+    std::vector<uint32_t> free_;
+};
+
+}  // namespace sym

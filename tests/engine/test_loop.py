@@ -1,0 +1,65 @@
+"""The compiled clock keeps the Python engine's order (experiments/sim/
+engine.py): time order, then the order events were scheduled in; a
+callback's exception reaches the caller; a pending signal ends a run."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import symphony_engine as E
+from experiments.sim.engine import Engine
+
+times = st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.0 + 1e-12, 2.0, 3.5]), min_size=1, max_size=30)
+
+
+def _trace(engine, ts: list[float]) -> list:
+    out = []
+
+    def hit(i, t):
+        out.append((i, engine.now))
+        if i % 3 == 0:          # events scheduling events, some in the past (run now)
+            engine.at(t - 1.0, hit, i + 100, t - 1.0)
+    for i, t in enumerate(ts):
+        engine.at(t, hit, i, t)
+    engine.run(until=3.0)
+    return out + [("left", engine.pending(), engine.events)]
+
+
+@given(times)
+def test_same_order_as_the_python_engine(ts):
+    assert _trace(E.Engine(), ts) == _trace(Engine(), ts)
+
+
+def test_stop_ends_the_run_after_the_event():
+    e, out = E.Engine(), []
+    e.at(1.0, lambda: (out.append(1), e.stop()))
+    e.at(1.0, out.append, 2)
+    e.run()
+    assert out == [1] and e.pending() == 1
+    e.run()
+    assert out == [1, 2]
+
+
+def test_a_callbacks_exception_reaches_the_caller():
+    e = E.Engine()
+    e.at(0.5, lambda: {}["missing"])
+    with pytest.raises(KeyError):
+        e.run()
+
+
+def test_a_pending_signal_ends_a_long_run():
+    e = E.Engine()
+
+    def spin(n):
+        if n == 10:
+            os.kill(os.getpid(), signal.SIGINT)
+        e.at(e.now + 1.0, spin, n + 1)
+    e.at(0.0, spin, 0)
+    with pytest.raises(KeyboardInterrupt):
+        e.run()
+    assert e.events < 100_000           # it stopped within a poll of the signal
