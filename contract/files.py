@@ -35,3 +35,21 @@ def write_atomic(path: Path | str, text: str, what: str | None = None) -> None:
         if isinstance(exc, OSError) and what is not None:
             raise OSError(exc.errno, f"cannot write {what}: {exc.strerror or exc}", str(path)) from exc
         raise
+
+
+# The system's own directories: no command of the testbed makes a directory
+# in one (a run, a report, a cache), whether its path names one or reaches
+# one through a symlink.  "/" itself too (a results root there would put
+# <experiment>/ beside /etc), not what lies below it.
+SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin",
+               "/sys", "/usr", "/var/cache", "/var/lib", "/var/log", "/var/spool")
+
+
+def system_dir(path: Path | str) -> str | None:
+    """The system directory (SYSTEM_DIRS, or "/") that `path` is or lies
+    in once every symlink in it is followed (a path that does not exist yet
+    is resolved as far as it does); None for any other place."""
+    resolved = Path(path).resolve()
+    if resolved == Path("/"):
+        return "/"
+    return next((d for d in SYSTEM_DIRS if resolved.is_relative_to(d)), None)

@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 
 from contract import exits
-from experiments.cli_common import Refused
+from experiments.cli_common import Refused, own_dir
 from experiments.config.scale import MAX_COARSE
 from experiments.plan import TARGETS
 from experiments.signals import signame_of
@@ -39,6 +39,8 @@ from experiments.sim.predict import PREDICTION_COARSE
 from topologies.switch.targets import TARGETS as SWITCH_TARGETS
 
 COMMANDS = ("run", "check", "model", "net")
+# the directories a command writes under, resolved once (every symlink followed) and never a system's own
+DIRECTORIES = (("out", "--out"), ("run_dir", "--run-dir"))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -138,6 +140,9 @@ def main(argv=None) -> int:
     try:
         # inside the try: a signal while the command's module (Mininet, the runner) is imported
         command = importlib.import_module(f"experiments.cli_{args.command}")
+        for name, flag in DIRECTORIES:
+            if getattr(args, name, None) is not None:
+                setattr(args, name, own_dir(getattr(args, name), flag))
         return command.main(args)
     except Refused as exc:
         print(exc, file=sys.stderr)

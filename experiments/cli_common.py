@@ -15,6 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from contract import exits
+from contract.files import system_dir
 from experiments import config as C
 from experiments import feasible
 from experiments.sim import confirm as CF
@@ -55,6 +56,23 @@ def load(args, *, machine: bool) -> list[tuple[str | None, C.ExperimentSpec]]:
     for line in warnings:
         print(line, file=sys.stderr)
     return points
+
+
+def own_dir(path: Path, flag: str) -> Path:
+    """A directory argument (--out, --run-dir) with every symlink in it
+    followed, the path the command then writes under; Refused (one line)
+    where that is or lies in a system directory (contract.files), named or
+    reached through a symlink, or cannot be resolved."""
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError) as exc:        # a symlink loop
+        raise Refused(f"{flag} {path}: cannot be resolved ({getattr(exc, 'strerror', None) or exc})") from None
+    where = system_dir(resolved)
+    if where is not None:
+        via = "" if resolved == path.absolute() else f" (it resolves to {resolved})"
+        what = "the root directory" if where == "/" else f"inside the system directory {where}"
+        raise Refused(f"{flag} {path}{via}: {what}, where the testbed makes no directory: give one of your own")
+    return resolved
 
 
 def _loss_applies(args) -> bool:

@@ -24,6 +24,7 @@ from experiments import config as C
 from experiments import rundir as R
 from experiments import summary as SU
 from experiments.cli_common import (
+    NOTE,
     Refused,
     confirm_scale,
     confirm_up_to,
@@ -95,6 +96,8 @@ def run_points(args, points: Scaled | Points, stamp: str | None = None,
     points = [p if len(p) == 3 else (*p, None) for p in points]
     sim_cache = None if getattr(args, "no_sim", True) else args.out / SIM_CACHE
     stamp = stamp or claim(args.out, points)
+    # once, where the batch writes, now that it can: --out with its symlinks followed (experiments.cli)
+    print(f"{NOTE}--out {args.out}: the batch writes under {args.out / points[0][1].name}", file=sys.stderr)
     signals = Signals()
     versions = R.versions(REPO)
     name = points[0][1].name

@@ -9,7 +9,7 @@ import errno
 
 import pytest
 
-from contract.files import temporary_for, write_atomic
+from contract.files import system_dir, temporary_for, write_atomic
 
 
 def test_a_write_replaces_the_file_and_leaves_no_temporary(tmp_path):
@@ -37,3 +37,14 @@ def test_an_oserror_keeps_its_errno_and_says_what_and_where(tmp_path):
     assert str(exc) == (f"[Errno {errno.EISDIR}] cannot write switch s1's registers and counters: "
                         f"Is a directory: '{path}'")
     assert not temporary_for(path).exists()
+
+
+def test_a_system_directory_is_told_named_or_through_a_symlink(tmp_path):
+    (tmp_path / "to-etc").symlink_to("/etc")
+    (tmp_path / "to-usr").symlink_to("/usr/share")
+    assert system_dir(tmp_path / "to-etc" / "ci4") == "/etc"         # the batch of issue 49 wrote /etc/ci4
+    assert system_dir(tmp_path / "to-usr") == "/usr" and system_dir("/boot/x/y") == "/boot"
+    assert system_dir("/") == "/" and system_dir("/tmp/../etc") == "/etc"
+    # anywhere else, "/" below it included, is no system directory
+    for path in (tmp_path, tmp_path / "not-yet" / "made", "/var/tmp/x", "/etcetera", "/root/results"):
+        assert system_dir(path) is None, path

@@ -109,13 +109,11 @@ def test_a_message_the_machine_cannot_hold_is_refused(tmp_path, capsys):
 
 
 @pytest.mark.root
-@pytest.mark.parametrize("where", ["proc", "file", "read-only"])
+@pytest.mark.parametrize("where", ["file", "read-only"])      # /proc: a system directory (below)
 def test_an_out_that_cannot_be_written_is_one_line(tmp_path, capsys, where):
     cfg = tmp_path / "c.toml"
     cfg.write_text(BASE)
-    if where == "proc":
-        out, why = "/proc/sym-results", "No such file or directory"
-    elif where == "file":
+    if where == "file":
         out = tmp_path / "results"
         out.write_text("")
         why = "Not a directory"
@@ -137,3 +135,32 @@ def test_model_and_check_import_neither_mininet_nor_matplotlib():
              "'experiments.runner' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert r.stdout.split() == ["[]", "False"], r.stdout + r.stderr
+
+
+# --- issue 49, item 6 -------------------------------------------------------------------
+
+@pytest.mark.parametrize("link_to", ["/proc", "/sys/kernel"])
+def test_an_out_in_a_system_directory_is_refused_named_or_through_a_symlink(tmp_path, capsys, link_to):
+    path = tmp_path / "c.toml"
+    path.write_text(BASE)
+    link = tmp_path / "results"
+    link.symlink_to(link_to)
+    for out, line in ((link, f"--out {link} (it resolves to {link_to}): inside the system directory "),
+                      (f"{link_to}/x", f"--out {link_to}/x: inside the system directory ")):
+        for command in (["run", "--target", "sim"], ["check"], ["model", "--no-sim"]):
+            code, err, stdout = run_cli([*command, path, "--out", out], capsys)
+            assert code == exits.USAGE and len(err) == 1 and err[0].startswith(line), (command, err)
+            assert err[0].endswith(", where the testbed makes no directory: give one of your own") and not stdout
+
+
+def test_the_runner_says_once_where_the_resolved_out_is(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_text('name = "c"\n' + BASE)
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "results"
+    link.symlink_to(tmp_path / "real")
+    code, err, _ = run_cli(["run", path, "--target", "sim", "--no-sim", "--no-report", "--out", link], capsys)
+    assert code == exits.OK, err
+    said = [line for line in err if "--out" in line]
+    assert said == [f"note: --out {tmp_path / 'real'}: the batch writes under {tmp_path / 'real' / 'c'}"]
+    assert (tmp_path / "real" / "c" / "summary.json").is_file()
