@@ -22,16 +22,27 @@ from topologies.switch.params import SymphonyParams
 
 
 def load_raw(path: str | Path) -> dict:
+    """The config file's TOML document; ConfigError (one line) for a file
+    that cannot be read, is not UTF-8, is not TOML the parser takes (its
+    arrays or inline tables nested past its recursion, an integer longer
+    than Python converts) or nests past schema.MAX_NESTING."""
     path = Path(path)
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
         byte = exc.object[exc.start]
         raise ConfigError(f"{path}: not UTF-8 text (byte 0x{byte:02x} at offset {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        raise ConfigError(f"{path}: not valid TOML: {S.one_line(exc)}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: arrays or inline tables nested deeper than the TOML parser follows "
+                          f"(a config nests at most {S.MAX_NESTING} levels)") from None
+    except ValueError as exc:       # what the parser's conversions refuse (an integer of over 4300 digits)
+        raise ConfigError(f"{path}: not TOML this parser can read: {S.one_line(exc).split(';')[0]}") from None
+    S.nesting(raw)
+    return raw
 
 
 def load(path: str | Path) -> ExperimentSpec:

@@ -30,6 +30,11 @@ DATA_PORT_MAX = 0xC000 - 2     # a job's data and control ports lie below the st
 # faster link would run at what the machine manages, not at its rate, and the
 # deadlines derived from the rate would not hold.
 MAX_LINK_RATE_MBIT = 1000.0
+# How deep a config's tables and arrays may nest: the deepest key a config
+# has is three levels down (jobs[i].udp.window_packets, a [sweep] value's
+# array); past this, a document is no config, and the checks that walk it
+# (copies, TOML output) would run out of Python's recursion.
+MAX_NESTING = 16
 # The config's name and a sweep point's label are directory names of their
 # own (results/<name>/<label>/): at most NAME_MAX bytes on Linux file systems.
 NAME_MAX_BYTES = 255
@@ -149,11 +154,36 @@ def dir_name(path: str, name: str, where: str) -> None:
         raise ConfigError(f"{path}: {size} bytes long, at most {NAME_MAX_BYTES}: it names a directory ({where})")
 
 
+def one_line(exc: BaseException) -> str:
+    """An exception's message as one line (a parser's may hold newlines)."""
+    return " ".join(str(exc).split())
+
+
+def key_name(key: Any) -> str:
+    """A key as an error message names it: as written when it is a plain
+    name, else quoted (a key may hold a newline or a lone surrogate)."""
+    text = str(key)
+    return text if text.replace("-", "_").isidentifier() and text.isascii() else repr(text)
+
+
+def nesting(raw: dict) -> None:
+    """ConfigError where tables and arrays nest deeper than MAX_NESTING,
+    naming the top-level key they hang from (walked without recursion)."""
+    stack = [(v, 1, k) for k, v in raw.items()]
+    while stack:
+        node, depth, top = stack.pop()
+        if isinstance(node, dict | list) and depth > MAX_NESTING:
+            raise ConfigError(f"{key_name(top)}: tables or arrays nested more than {MAX_NESTING} levels deep: "
+                              "no config nests so")
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack.extend((c, depth + 1, top) for c in children)
+
+
 def no_unknown(path: str, t: dict, allowed: set[str]) -> None:
     for key in t:
         if key not in allowed:
             where = f"{path}." if path else ""
-            raise ConfigError(f"{where}{key}: unknown key (allowed here: {', '.join(sorted(allowed))})")
+            raise ConfigError(f"{where}{key_name(key)}: unknown key (allowed here: {', '.join(sorted(allowed))})")
 
 
 def required(path: str, t: dict, key: str) -> Any:

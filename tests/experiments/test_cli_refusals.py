@@ -139,6 +139,16 @@ def test_model_and_check_import_neither_mininet_nor_matplotlib():
 
 # --- issue 49, item 6 -------------------------------------------------------------------
 
+def test_a_config_nested_past_any_sane_depth_is_one_line_and_exit_2(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_text(BASE + "x = " + "[" * 5000 + "]" * 5000 + "\n")     # a RecursionError's traceback, exit 1, before
+    for command in ("check", "run", "model"):
+        code, err, out = run_cli([command, path], capsys)
+        assert code == exits.USAGE and err == [f"config error: {path}: arrays or inline tables nested deeper than "
+                                               "the TOML parser follows (a config nests at most 16 levels)"], command
+        assert out == ""
+
+
 @pytest.mark.parametrize("link_to", ["/proc", "/sys/kernel"])
 def test_an_out_in_a_system_directory_is_refused_named_or_through_a_symlink(tmp_path, capsys, link_to):
     path = tmp_path / "c.toml"

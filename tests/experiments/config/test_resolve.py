@@ -5,6 +5,7 @@ import pytest
 
 from experiments import config as C
 from experiments.config.machine import emulation_refusal
+from experiments.config.schema import MAX_NESTING
 from tests.harness import REPO
 from topologies.spec.topo import TopoParams
 from topologies.switch.params import EcnParams, SymphonyParams
@@ -163,3 +164,22 @@ def test_links_faster_than_the_emulation_carries_are_the_simulations_only(base):
     base["topology"]["fabric_rate_mbit"] = 2000
     why = emulation_refusal(C.resolve(base))
     assert why.startswith("topology.fabric_rate_mbit: at most 1000 Mbit/s, got 2000.0") and why.endswith("can")
+
+
+# --- a config no TOML parser or check should walk (issue 49, item 6) ----------------
+
+def test_a_config_nested_past_any_sane_depth_is_one_line(tmp_path):
+    cases = {"parser": "x = " + "[" * 5000 + "]" * 5000,               # past the parser's recursion
+             "walk": "x = " + "[" * (MAX_NESTING + 1) + "]" * (MAX_NESTING + 1),
+             "dotted": "a" + ".a" * 5000 + " = 1",                    # the parser takes it; no config nests so
+             "integer": "x = 1" + "0" * 5000}                          # past what Python converts
+    for what, text in cases.items():
+        path = tmp_path / f"{what}.toml"
+        path.write_text(text + "\n")
+        with pytest.raises(C.ConfigError) as err:
+            C.load_raw(path)
+        assert "\n" not in str(err.value), what
+    # as deep as MAX_NESTING is still a document
+    ok = tmp_path / "ok.toml"
+    ok.write_text("x = " + "[" * MAX_NESTING + "]" * MAX_NESTING + "\n")
+    assert isinstance(C.load_raw(ok)["x"], list)
