@@ -43,7 +43,9 @@ def load(args, *, machine: bool) -> list[tuple[str | None, C.ExperimentSpec]]:
     machine: the commands that run agents (check, run) also check what a
     run asks of this machine, and refuse what every run is sure to fail
     (experiments.feasible); a run expected to take over an hour is warned
-    about on stderr, and the command goes on."""
+    about on stderr, and the command goes on.  A derived value that moved
+    to fit what the config gives (ExperimentSpec.notes) is a note on
+    stderr, once however many points share it."""
     repeat = getattr(args, "repeat", None)
     if repeat is not None and repeat < 1:
         raise Refused("--repeat: must be >= 1")
@@ -53,6 +55,8 @@ def load(args, *, machine: bool) -> list[tuple[str | None, C.ExperimentSpec]]:
         warnings = [w for _, spec in points for w in feasible.check(spec, _loss_applies(args))] if machine else []
     except C.ConfigError as exc:
         raise Refused(f"config error: {exc}") from None
+    for line in dict.fromkeys(note for _, spec in points for note in spec.notes):
+        say(line)
     for line in warnings:
         print(line, file=sys.stderr)
     return points

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import dataclass
 
 from contract.p4names import RUN_MAX
 from hosts import wire
@@ -76,22 +77,59 @@ def base_rtt_max_s(topo: TopoSpec, jobs: list[PlacedJob], frame_bytes: int) -> f
     return max(job_rtt_s(topo, job, frame_bytes) for job in jobs)
 
 
+@dataclass(frozen=True)
+class EcnDerived:
+    """The switches' ECN thresholds and queue depth for a config that names
+    none (ecn_and_queue), and what they come from: the deployment's
+    thresholds per bandwidth-delay product (``kmin_exact``, ``kmax_exact``
+    before rounding to packets) at the host line rate and the longest base
+    RTT of the jobs' ring edges; None for both where no link has a rate
+    (then EcnParams' and TopoParams' own)."""
+    kmin: int
+    kmax: int
+    depth: int
+    line_rate_mbit: float | None = None
+    rtt_s: float | None = None
+    kmin_exact: float | None = None
+    kmax_exact: float | None = None
+
+    def kmax_words(self, deployment: Deployment = DEPLOYMENT) -> str:
+        """Where the Kmax comes from, in words."""
+        if self.line_rate_mbit is None or self.rtt_s is None:
+            return f"{self.kmax} packets, the switches' default (no line rate to derive one from)"
+        return (f"{self.kmax} packets, the deployment's {deployment.kmax_bytes / deployment.bdp_bytes:g} "
+                f"bandwidth-delay products at {self.line_rate_mbit:g} Mbit/s and a {self.rtt_s * 1e3:.3g} ms "
+                "base RTT, the longest of a ring edge")
+
+    def off_deployment(self, name: str, pkts: int) -> float | None:
+        """How many times the deployment's ratio ``<name>_per_bdp`` (kmin,
+        kmax) a threshold of pkts packets makes; None without a line rate."""
+        exact = self.kmin_exact if name == "kmin" else self.kmax_exact
+        return pkts / exact if exact else None
+
+
+def queue_depth(kmax: int, deployment: Deployment = DEPLOYMENT) -> int:
+    """The queue depth in frames for a Kmax of kmax frames: the
+    deployment's queue per Kmax (twice: marking, not drops, holds a
+    queue), at least one frame above Kmax."""
+    return max(kmax + 1, math.ceil(kmax * deployment.queue_bytes / deployment.kmax_bytes))
+
+
 def ecn_and_queue(topo: TopoSpec, jobs: list[PlacedJob], frame_bytes: int,
-                  deployment: Deployment = DEPLOYMENT) -> tuple[int, int, int]:
-    """(Kmin, Kmax, queue depth) in frames of frame_bytes: the deployment's
-    thresholds per bandwidth-delay product (3.2 and 12.8 BDP,
+                  deployment: Deployment = DEPLOYMENT) -> EcnDerived:
+    """Kmin, Kmax and the queue depth in frames of frame_bytes: the
+    deployment's thresholds per bandwidth-delay product (3.2 and 12.8 BDP,
     hosts.dcqcn.ecn_thresholds_pkts) at the host line rate and the longest
-    base RTT of the jobs' ring edges, and its queue per Kmax (twice: marking,
-    not drops, holds a queue).  What a config that names neither gets, so a
-    scenario keeps the deployment's marking whatever its rates."""
+    base RTT of the jobs' ring edges, and its queue per Kmax (queue_depth).
+    What a config that names none gets, so a scenario keeps the
+    deployment's marking whatever its rates."""
     host_rate = next(link.rate_mbit for link in topo.links if link.cls == HOST_LINK)
     if not host_rate:
-        return 5, 20, 64                 # no line rate to derive from: EcnParams' and TopoParams' own
+        return EcnDerived(5, 20, 64)     # no line rate to derive from: EcnParams' and TopoParams' own
     rtt = base_rtt_max_s(topo, jobs, frame_bytes)
-    kmin, kmax = ecn_thresholds_pkts(host_rate * 1e6, rtt, frame_bytes, deployment)
-    kmin, kmax = max(1, round(kmin)), max(2, round(kmax))
-    depth = max(kmax + 1, math.ceil(kmax * deployment.queue_bytes / deployment.kmax_bytes))
-    return kmin, kmax, depth
+    kmin_exact, kmax_exact = ecn_thresholds_pkts(host_rate * 1e6, rtt, frame_bytes, deployment)
+    kmin, kmax = max(1, round(kmin_exact)), max(2, round(kmax_exact))
+    return EcnDerived(kmin, kmax, queue_depth(kmax, deployment), host_rate, rtt, kmin_exact, kmax_exact)
 
 
 def _egresses(topo: TopoSpec, src: str, dst: str, table: dict) -> list[tuple[str, int]]:

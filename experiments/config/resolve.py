@@ -135,13 +135,15 @@ def resolve(raw: dict, source: str = "config") -> ExperimentSpec:
     requests, rests = zip(*(sections.job(i, j) for i, j in enumerate(jobs_raw)), strict=True)
     topo, placed = _place(topology, list(requests))
     # the switches' ECN thresholds and queue depth, where the config gives none
-    kmin, kmax, depth = derive.ecn_and_queue(topo, placed, _frame_bytes(rests))
-    topology = sections.topology(raw["topology"], derived_depth=depth)
+    derived = derive.ecn_and_queue(topo, placed, _frame_bytes(rests))
+    topology = sections.topology(raw["topology"], derived_depth=derived.depth)
+    depth_given = "queue_depth_pkts" in raw["topology"]
+    ecn, depth, notes = sections.ecn(raw.get("ecn", {}), topology, derived, depth_given)
+    topology = replace(topology, queue_depth_pkts=depth)
     topo = build(topology)
     jobs = tuple(JobConfig(placed=p, **rest) for p, rest in zip(placed, rests, strict=True))
     dcqcn = sections.dcqcn(raw.get("dcqcn", {}))
-    ecn = sections.ecn(raw.get("ecn", {}), topology, derived=(kmin, kmax))
-    symphony = sections.symphony(raw.get("symphony", {}), topology)
+    symphony = sections.symphony(raw.get("symphony", {}), topology, depth_given)
     _check_trackable(jobs, symphony)
     jit = raw.get("jitter", [])
     if not isinstance(jit, list):
@@ -152,7 +154,7 @@ def resolve(raw: dict, source: str = "config") -> ExperimentSpec:
         _check_jitter_names(f"jitter[{i}]", entry, topo)
     spec = ExperimentSpec(name=name, seed=seed, repeats=repeats, variants=variants, topology=topology, topo=topo,
                           jobs=jobs, dcqcn=dcqcn, ecn=ecn, symphony=symphony, jitter=entries,
-                          runner=sections.runner(raw.get("runner", {})))
+                          runner=sections.runner(raw.get("runner", {})), notes=notes)
     try:
         spec = replace(spec, symphony=replace(symphony, gate_pkts=gate_pkts(spec)))
     except ValueError as e:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from analysis.regime import REGIME_FACTOR
 from contract.tags import TRANSPORTS
 from experiments.config import schema as S
+from experiments.config.derive import EcnDerived, queue_depth
 from experiments.config.schema import ConfigError
 from experiments.config.spec import RunnerParams
 from hosts.dcqcn import PRESET_NAMES
@@ -99,31 +101,88 @@ def dcqcn(raw: Any) -> dict[str, Any]:
             **{k: v for k, v in d.items() if k != "preset"}}
 
 
-def ecn(raw: Any, topo: TopoParams, derived: tuple[int, int] | None = None) -> EcnParams:
-    """The [ecn] table; thresholds it does not give are derived's (Kmin,
-    Kmax: the deployment's per bandwidth-delay product, experiments.config.
-    derive), EcnParams' own where there are none."""
+def ecn(raw: Any, topo: TopoParams, derived: EcnDerived | None = None,
+        depth_given: bool = True) -> tuple[EcnParams, int, tuple[str, ...]]:
+    """The [ecn] table, the queue depth it fits in and a note per derived
+    value that moved to fit what the config gives.  Thresholds it does not
+    give are derived's (Kmin, Kmax: the deployment's per bandwidth-delay
+    product, experiments.config.derive), EcnParams' own where there are
+    none; a queue depth the config does not give (depth_given) is derived's.
+
+    A derived value never makes an error about a key the config does not
+    give: it is derived within what the config gives where the derivation
+    allows (a Kmin at most the given Kmax, a Kmax at least the given Kmin, a
+    queue deep enough for the given Kmax), and said in a note with what it
+    does to the deployment's regime; a derived Kmax deeper than the given
+    queue depth is refused naming both and both fixes."""
     e = S.table("ecn", raw)
     S.no_unknown("ecn", e, S.ECN_KEYS)
-    d = S.ECN_DEFAULTS if derived is None else {**S.ECN_DEFAULTS, "kmin": derived[0], "kmax": derived[1]}
-    kmin = S.integer("ecn.kmin", e.get("kmin", d["kmin"]), lo=0)
-    kmax = S.integer("ecn.kmax", e.get("kmax", max(d["kmax"], kmin)), lo=0)
-    if kmax < kmin:
+    d = derived or EcnDerived(S.ECN_DEFAULTS["kmin"], S.ECN_DEFAULTS["kmax"], topo.queue_depth_pkts)
+    depth, notes = topo.queue_depth_pkts, []
+    kmin = S.integer("ecn.kmin", e["kmin"], lo=0) if "kmin" in e else None
+    kmax = S.integer("ecn.kmax", e["kmax"], lo=0) if "kmax" in e else None
+    kmax_key = "ecn.kmax"
+    if kmin is not None and kmax is not None and kmax < kmin:
         raise ConfigError(f"ecn.kmax: must be >= ecn.kmin ({kmin}), got {kmax}")
-    if kmax > topo.queue_depth_pkts:
-        raise ConfigError(f"ecn.kmax: {kmax} exceeds topology.queue_depth_pkts ({topo.queue_depth_pkts})")
-    return EcnParams(kmin=kmin, kmax=kmax, pmax=S.real("ecn.pmax", e.get("pmax", d["pmax"]), lo=0, hi=1))
+    if kmax is None and kmin is not None and kmin > d.kmax:
+        kmax, kmax_key = kmin, "ecn.kmin"
+        notes.append(f"ecn.kmax: {kmin} packets, ecn.kmin's, above the kmax derived for this network "
+                     f"({d.kmax_words()}){_regime_effect(d, 'kmax', kmin)}")
+    elif kmax is None:
+        kmax, kmax_key = d.kmax, ""
+    if kmin is None:
+        kmin = min(d.kmin, kmax)
+        if kmin < d.kmin:
+            notes.append(f"ecn.kmin: {kmin} packets, ecn.kmax's, below the kmin derived for this network "
+                         f"({d.kmin} packets){_regime_effect(d, 'kmin', kmin)}")
+    if kmax > depth and not kmax_key:
+        fits = d.off_deployment("kmax", depth)
+        raise ConfigError(
+            f"topology.queue_depth_pkts: {depth} packets cannot hold the ECN kmax derived for this network "
+            f"({d.kmax_words()}): raise queue_depth_pkts to at least {d.kmax} ({d.depth} keeps the deployment's "
+            f"queue per kmax) or set [ecn] kmax to at most {depth}"
+            + (f" (at {depth}, {fits:.2g} times the deployment's kmax per bandwidth-delay product"
+               f"{'' if _in_band(fits) else ', out of its regime'})" if fits else ""))
+    if kmax > depth and depth_given:
+        raise ConfigError(f"{kmax_key}: {kmax} exceeds topology.queue_depth_pkts ({depth})")
+    if kmax > depth:
+        depth = queue_depth(kmax)
+        notes.append(f"topology.queue_depth_pkts: {depth} packets, the deployment's queue per kmax for "
+                     f"{kmax_key} {kmax}, deeper than the {topo.queue_depth_pkts} derived for this network "
+                     "(the regime verdict does not count the depth)")
+    pmax = S.real("ecn.pmax", e.get("pmax", S.ECN_DEFAULTS["pmax"]), lo=0, hi=1)
+    return EcnParams(kmin=kmin, kmax=kmax, pmax=pmax), depth, tuple(notes)
 
 
-def symphony(raw: Any, topo: TopoParams) -> SymphonyParams:
+def _in_band(times: float) -> bool:
+    """A ratio this many times the deployment's is within the regime verdict's band."""
+    return 1 / REGIME_FACTOR <= times <= REGIME_FACTOR
+
+
+def _regime_effect(d: EcnDerived, name: str, pkts: int) -> str:
+    """What a threshold of pkts packets makes of the regime verdict's
+    <name>_per_bdp, in words ("" without a line rate)."""
+    times = d.off_deployment(name, pkts)
+    if times is None:
+        return ""
+    return (f"; {name}_per_bdp is then {times:.2g} times the deployment's, "
+            + (f"within the regime verdict's factor {REGIME_FACTOR:g}" if _in_band(times) else
+               f"beyond the regime verdict's factor {REGIME_FACTOR:g}: out of the deployment's regime"))
+
+
+def symphony(raw: Any, topo: TopoParams, depth_given: bool = True) -> SymphonyParams:
     s = S.table("symphony", raw)
     S.no_unknown("symphony", s, S.SYMPHONY_KEYS)
     d = S.SYMPHONY_DEFAULTS
     k_sym = S.integer("symphony.k_sym", s.get("k_sym", d["k_sym"]), lo=0)
     if k_sym > topo.queue_depth_pkts:
         # a queue never reaches it: Symphony would never mark
-        raise ConfigError(f"symphony.k_sym: {k_sym} exceeds topology.queue_depth_pkts ({topo.queue_depth_pkts}): "
-                          "no queue reaches it, so Symphony would never mark")
+        depth = (f"topology.queue_depth_pkts ({topo.queue_depth_pkts})" if depth_given else
+                 f"the queue depth derived for this network ({topo.queue_depth_pkts} packets, the deployment's queue "
+                 "per ECN kmax)")
+        fix = "" if depth_given else f": lower k_sym or set topology.queue_depth_pkts to at least {k_sym}"
+        raise ConfigError(f"symphony.k_sym: {k_sym} exceeds {depth}: no queue reaches it, so Symphony would never "
+                          f"mark{fix}")
     return SymphonyParams(threshold=S.integer("symphony.threshold", s.get("threshold", d["threshold"]), lo=0, hi=255),
                           k_sym=k_sym, p_sym=S.real("symphony.p_sym", s.get("p_sym", d["p_sym"]), lo=0, hi=1),
                           gate_step=S.real("symphony.gate_step", s.get("gate_step", d["gate_step"]), lo=0, hi=1))

@@ -83,6 +83,7 @@ class ExperimentSpec:
     runner: RunnerParams
     sweep: dict = field(default_factory=dict)        # "dotted.key" -> values
     sweep_point: dict | None = None                  # this point's values, in a sweep
+    notes: tuple[str, ...] = ()                      # derived values that moved to fit the config's (resolve)
 
     def job(self, job_id: int) -> JobConfig:
         return next(j for j in self.jobs if j.job == job_id)

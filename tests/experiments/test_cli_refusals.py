@@ -55,8 +55,11 @@ FAILS_EVERY_RUN = [
     ("[jobs.udp]\nrto_ms = -5\n", "config error: jobs[0].udp.rto_ms: -5 outside 1..60000"),
     ("[jobs.deadlines]\nstep_s = nan\n", "config error: jobs[0].deadlines.step_s: expected a number, got nan"),
     ("[jobs.deadlines]\nrun_s = inf\n", "config error: jobs[0].deadlines.run_s: inf outside"),
-    ("[symphony]\nk_sym = 55\n", "config error: symphony.k_sym: 55 exceeds topology.queue_depth_pkts (54): "
-                                 "no queue reaches it, so Symphony would never mark"),
+    # the depth is derived (the config gives none): the line says so, and how to fix it
+    ("[symphony]\nk_sym = 55\n", "config error: symphony.k_sym: 55 exceeds the queue depth derived for this "
+                                 "network (54 packets, the deployment's queue per ECN kmax): no queue reaches it, "
+                                 "so Symphony would never mark: lower k_sym or set topology.queue_depth_pkts to at "
+                                 "least 55"),
 ]
 
 
@@ -147,6 +150,15 @@ def test_a_config_nested_past_any_sane_depth_is_one_line_and_exit_2(tmp_path, ca
         assert code == exits.USAGE and err == [f"config error: {path}: arrays or inline tables nested deeper than "
                                                "the TOML parser follows (a config nests at most 16 levels)"], command
         assert out == ""
+
+
+def test_a_derived_value_that_moved_is_a_note_and_check_goes_on(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_text(BASE + "[ecn]\nkmax = 1\n")          # below the derived kmin (issue 49: it was refused)
+    code, err, out = run_cli(["check", path], capsys)
+    assert code == exits.OK and "kmin = 1" in out
+    moved = [line for line in err if line.startswith("note: ecn.kmin: 1 packets, ecn.kmax's")]
+    assert len(moved) == 1 and "out of the deployment's regime" in moved[0]
 
 
 @pytest.mark.parametrize("link_to", ["/proc", "/sys/kernel"])

@@ -4,6 +4,7 @@ one line, the switches' and the job files' limits checked before any run."""
 import pytest
 
 from experiments import config as C
+from experiments.config.derive import queue_depth
 from experiments.config.machine import emulation_refusal
 from experiments.config.schema import MAX_NESTING
 from tests.harness import REPO
@@ -133,7 +134,12 @@ def test_defaults_are_the_typed_specs_or_derived(base):
     (lambda r: r.update(dcqcn={"preset": "paper", "no_such_field": 1}), r"^dcqcn"),
     (lambda r: r.update(dcqcn={"preset": "off", "no_such_field": 1}), r"^dcqcn parameter 'no_such_field'"),
     # what the switches and links can do
-    (lambda r: r.update(symphony={"k_sym": 107}), r"^symphony\.k_sym: 107 exceeds topology\.queue_depth_pkts \(106\)"),
+    (lambda r: r.update(symphony={"k_sym": 107}),
+     r"^symphony\.k_sym: 107 exceeds the queue depth derived for this network \(106 packets, .*: lower k_sym or set "
+     r"topology\.queue_depth_pkts to at least 107$"),
+    (lambda r: r["topology"].update(queue_depth_pkts=20) or r.update(ecn={"kmax": 20}, symphony={"k_sym": 21}),
+     r"^symphony\.k_sym: 21 exceeds topology\.queue_depth_pkts \(20\): no queue reaches it, so Symphony would never "
+     r"mark$"),
     # the gate's register counts to 65,535: a whole step, a 105 MB chunk, is 75,000 packets of 1,400 bytes
     (lambda r: r["jobs"][0].update(message_bytes=420_000_000) or r.update(symphony={"gate_step": 1.0}),
      r"^symphony\.gate_step: 1 of the scenario's step is 75000 packets, more than the gate's register counts"),
@@ -164,6 +170,56 @@ def test_links_faster_than_the_emulation_carries_are_the_simulations_only(base):
     base["topology"]["fabric_rate_mbit"] = 2000
     why = emulation_refusal(C.resolve(base))
     assert why.startswith("topology.fabric_rate_mbit: at most 1000 Mbit/s, got 2000.0") and why.endswith("can")
+
+
+# --- a derived value against one the config gives (issue 49, item 6) ----------------
+
+def test_a_queue_depth_below_the_derived_kmax_names_both_sides_and_both_fixes(base):
+    derived = C.resolve(base)       # the derivation's own: Kmax 53 and a queue of 106 (above)
+    kmax, depth = derived.ecn.kmax, derived.topology.queue_depth_pkts
+    base["topology"]["queue_depth_pkts"] = kmax - 13
+    with pytest.raises(C.ConfigError) as err:
+        C.resolve(base)
+    line = str(err.value)
+    # about the key the config gives, never one it does not (ecn.kmax)
+    assert line.startswith(f"topology.queue_depth_pkts: {kmax - 13} packets cannot hold the ECN kmax derived for "
+                           f"this network ({kmax} packets, the deployment's 12.8 bandwidth-delay products at 20 Mbit/s "
+                           "and a 2.44 ms base RTT, the longest of a ring edge)")
+    assert f"raise queue_depth_pkts to at least {kmax} ({depth} keeps the deployment's queue per kmax)" in line
+    assert f"or set [ecn] kmax to at most {kmax - 13}" in line and "\n" not in line
+    # either fix is taken as it says
+    assert C.resolve({**base, "ecn": {"kmax": kmax - 13}}).ecn.kmax == kmax - 13
+    base["topology"]["queue_depth_pkts"] = kmax
+    assert C.resolve(base).ecn.kmax == kmax
+
+
+def test_a_kmax_given_below_the_derived_kmin_takes_kmin_down_and_says_so(base):
+    kmin = C.resolve(base).ecn.kmin        # 13: 3.2 bandwidth-delay products of 4.18 frames
+    base["ecn"] = {"kmax": kmin - 3}
+    spec = C.resolve(base)
+    assert (spec.ecn.kmin, spec.ecn.kmax) == (kmin - 3, kmin - 3)
+    note, = spec.notes
+    assert note.startswith(f"ecn.kmin: {kmin - 3} packets, ecn.kmax's, below the kmin derived for this network "
+                           f"({kmin} packets)")
+    assert "within the regime verdict's factor 2" in note      # 10 of 13.4: 0.75 of the deployment's
+    base["ecn"] = {"kmax": 5}
+    assert C.resolve(base).notes[0].endswith("beyond the regime verdict's factor 2: out of the deployment's regime")
+    assert C.resolve({**base, "ecn": {"kmin": 5, "kmax": 5}}).notes == ()      # both given: nothing derived moved
+
+
+def test_a_kmin_given_above_the_derived_kmax_deepens_the_derived_queue(base):
+    base["ecn"] = {"kmin": 200}
+    spec = C.resolve(base)
+    assert (spec.ecn.kmin, spec.ecn.kmax, spec.topology.queue_depth_pkts) == (200, 200, queue_depth(200))
+    assert spec.topo.queue_depth == queue_depth(200)            # the network is built with it
+    kmax_note, depth_note = spec.notes
+    assert kmax_note.startswith("ecn.kmax: 200 packets, ecn.kmin's, above the kmax derived for this network (53 ")
+    assert depth_note.startswith(f"topology.queue_depth_pkts: {queue_depth(200)} packets, the deployment's queue per "
+                                 "kmax for ecn.kmin 200, deeper than the 106 derived for this network")
+    # a depth the config gives is kept: then the config's own two keys disagree
+    base["topology"]["queue_depth_pkts"] = 150
+    with pytest.raises(C.ConfigError, match=r"^ecn\.kmin: 200 exceeds topology\.queue_depth_pkts \(150\)$"):
+        C.resolve(base)
 
 
 # --- a config no TOML parser or check should walk (issue 49, item 6) ----------------
