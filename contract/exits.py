@@ -31,6 +31,13 @@ MEANINGS = {
 FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 
+def one_line(message: object) -> str:
+    """A failure's message as the one line it is printed as: every run of
+    whitespace, the line breaks a key or a parser's message may carry
+    (newline, \\x1c-\\x1e, \\x85, \\u2028) included, made one space."""
+    return " ".join(str(message).split())
+
+
 def interrupted(signals: str) -> str:
     """INTERRUPTED's meaning with the signal(s) received, e.g. "SIGTERM"."""
     return f"interrupted ({signals})"

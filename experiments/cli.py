@@ -145,7 +145,7 @@ def main(argv=None) -> int:
                 setattr(args, name, own_dir(getattr(args, name), flag))
         return command.main(args)
     except Refused as exc:
-        print(exc, file=sys.stderr)
+        print(exits.one_line(exc), file=sys.stderr)
         return exc.code
     except KeyboardInterrupt as exc:       # a signal outside a run (a run handles its own: experiments.signals)
         print(f"experiments {args.command}: {exits.interrupted(signame_of(exc))}", file=sys.stderr)

@@ -5,9 +5,11 @@
 Sample i takes a shipped config (experiments/configs/*.toml) and changes one
 to three things of it, as a careless or hostile user would (``mutant``): a
 number scaled to an extreme, a value of the wrong type, a key removed, a
-link made slow or given a delay, a netem loss, a straggler, a deadline.
-`check` runs on it in this process.  The property: `check` refuses it with
-exit 2 and one line on stderr, or accepts it (exit 0, the resolved config
+link made slow or given a delay, a netem loss, a straggler, a deadline, a
+part of it of another shape (``retype``: a table for a number, an array of
+tables for a table, a date, a deep nest, a key of an odd name).  `check`
+runs on it in this process.  The property: `check` refuses it with exit 2
+and one line on stderr, or accepts it (exit 0, the resolved config
 as TOML on stdout, nothing but warnings and notes on stderr) and, unless it warned
 that a run may fail (a deadline close to the ideal), a run of it then ends
 ok.  --run K (root): up to K accepted samples without a warning, with a
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import datetime as dt
 import io
 import json
 import random
@@ -140,7 +143,42 @@ def deadline(raw: dict, rng: random.Random) -> str:
     return f"jobs[].deadlines.{key} = {job['deadlines'][key]}"
 
 
-MUTATIONS = (scale, replace_value, drop, slow_link, link_delay, loss, straggle, deadline)
+def nodes(node, path=()):
+    """(path, value) of every table, array and scalar below the document's root."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        yield (*path, key), value
+        yield from nodes(value, (*path, key))
+
+
+def graft(raw: dict, path: tuple, value, key: str | None = None) -> str:
+    """The node at path replaced by value, or, with key, value added under
+    key to the table at path (the node replaced where it is no table)."""
+    node = raw
+    for k in path[:-1]:
+        node = node[k]
+    if key is not None and isinstance(node[path[-1]], dict):
+        node[path[-1]][key] = value
+        return f"{_dotted((*path, key))} = {value!r}"
+    node[path[-1]] = value
+    return f"{_dotted(path)} = {value!r}"
+
+
+# What a structural change puts in place of a node: another shape of value
+# than the schema has there (a table for a number, an array of tables for a
+# table, a date, a deep nest), under a known key or an odd one.
+SHAPES = ({}, [], [{}], [[1, "x"], {"a": 1}], {"kind": "rate", "x": [1]}, dt.date(2026, 1, 1),
+          dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC), dt.time(12, 0), [[[[[[[[[[1]]]]]]]]]])
+ODD_KEYS = ("", " ", "kind", "a.b", "\n", "é", "k" * 300)
+
+
+def retype(raw: dict, rng: random.Random) -> str:
+    path, _ = rng.choice(list(nodes(raw)))
+    key = rng.choice(ODD_KEYS) if rng.random() < 0.3 else None
+    return graft(raw, path, copy.deepcopy(rng.choice(SHAPES)), key)
+
+
+MUTATIONS = (scale, replace_value, drop, slow_link, link_delay, loss, straggle, deadline, retype)
 # where `check`'s judgement of time matters: the samples worth a run
 RISKY = (slow_link, link_delay, loss, straggle, deadline)
 
@@ -173,9 +211,14 @@ class Verdict:
 
 def verdict(raw: dict) -> Verdict:
     """`python3 -m experiments check` on a config, in this process."""
+    return verdict_text(tomli_w.dumps(raw))
+
+
+def verdict_text(text: str) -> Verdict:
+    """`python3 -m experiments check` on a file of this text (TOML or not), in this process."""
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "mutant.toml"
-        path.write_text(tomli_w.dumps(raw), encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
         out, err = io.StringIO(), io.StringIO()
         with redirect_stdout(out), redirect_stderr(err):
             code = cli.main(["check", str(path)])

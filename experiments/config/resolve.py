@@ -9,6 +9,7 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
+from contract.exits import one_line
 from experiments.config import derive, sections
 from experiments.config import schema as S
 from experiments.config.schema import ConfigError
@@ -35,12 +36,12 @@ def load_raw(path: str | Path) -> dict:
         byte = exc.object[exc.start]
         raise ConfigError(f"{path}: not UTF-8 text (byte 0x{byte:02x} at offset {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {S.one_line(exc)}") from None
+        raise ConfigError(f"{path}: not valid TOML: {one_line(exc)}") from None
     except RecursionError:
         raise ConfigError(f"{path}: arrays or inline tables nested deeper than the TOML parser follows "
                           f"(a config nests at most {S.MAX_NESTING} levels)") from None
     except ValueError as exc:       # what the parser's conversions refuse (an integer of over 4300 digits)
-        raise ConfigError(f"{path}: not TOML this parser can read: {S.one_line(exc).split(';')[0]}") from None
+        raise ConfigError(f"{path}: not TOML this parser can read: {one_line(exc).split(';')[0]}") from None
     S.nesting(raw)
     return raw
 

@@ -154,11 +154,6 @@ def dir_name(path: str, name: str, where: str) -> None:
         raise ConfigError(f"{path}: {size} bytes long, at most {NAME_MAX_BYTES}: it names a directory ({where})")
 
 
-def one_line(exc: BaseException) -> str:
-    """An exception's message as one line (a parser's may hold newlines)."""
-    return " ".join(str(exc).split())
-
-
 def key_name(key: Any) -> str:
     """A key as an error message names it: as written when it is a plain
     name, else quoted (a key may hold a newline or a lone surrogate)."""
