@@ -1,7 +1,7 @@
 // A switch port's egress queue on descriptors: topologies/switch/twin/
 // queues.py's EgressQueue rule for rule (drop-tail depth; packets/s,
 // bits/s store-and-forward or unlimited; the control lane; the catch-up
-// bound; the fidelity figures), and contract/lateness.py's record.
+// bound; the fidelity figures, their lateness as lateness.hpp records it).
 #pragma once
 
 #include <cmath>
@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "lateness.hpp"
 #include "packet.hpp"
 
 namespace sym {
@@ -49,29 +50,6 @@ private:
         buf_.swap(bigger);
         head_ = 0;
     }
-};
-
-// contract/lateness.py's Lateness: geometric buckets, four a factor of two from FLOOR_S
-class Lateness {
-public:
-    static constexpr double FLOOR_S = 10e-6;
-    static constexpr int PER_OCTAVE = 4;
-    static int bucket_of(double seconds) {
-        if (seconds < FLOOR_S) return 0;
-        return static_cast<int>(PER_OCTAVE * std::log2(seconds / FLOOR_S)) + 1;
-    }
-    void add(double seconds) {
-        seconds = std::max(seconds, 0.0);
-        const int b = bucket_of(seconds);
-        if (seconds > max) max = seconds;
-        if (static_cast<size_t>(b) >= counts.size()) counts.resize(b + 1, 0);
-        counts[b]++;
-        n++;
-        total += seconds;
-    }
-    std::vector<uint64_t> counts;        // bucket -> samples (zeros where empty)
-    uint64_t n = 0;
-    double total = 0.0, max = 0.0;
 };
 
 class EgressQueue {
