@@ -136,10 +136,11 @@ void SwitchCore::leave(int port, Pkt pkt, double now) {
 }
 
 void SwitchCore::drain(double now) {
-    for (int port : std::vector<int>(line_order_[1])) drain_line(Dir::Ingress, port, now);
+    // by index: a line made while draining (by a hook) is drained too, and no copy is made
+    for (size_t i = 0; i < line_order_[1].size(); i++) drain_line(Dir::Ingress, line_order_[1][i], now);
     for (auto& p : ports_)
         if (!p->queue.empty()) drain_queue(p->number, now);
-    for (int port : std::vector<int>(line_order_[0])) drain_line(Dir::Egress, port, now);
+    for (size_t i = 0; i < line_order_[0].size(); i++) drain_line(Dir::Egress, line_order_[0][i], now);
 }
 
 void SwitchCore::drain_queue(int port, double now) {
