@@ -44,8 +44,11 @@ fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q -e ".[test]"
 # the compiled packet engine: C++17 through scikit-build-core and nanobind
-# (PyPI), its build tree kept in engine/build for the next rebuild
-"$VENV/bin/python" -m pip install -q ./engine \
+# (PyPI), in the venv itself rather than pip's throwaway build env, so the
+# build tree kept in engine/build names the same paths and the next
+# rebuild compiles only what changed
+"$VENV/bin/python" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0"
+"$VENV/bin/python" -m pip install -q --no-build-isolation ./engine \
     || { echo "setup: building the packet engine (engine/) failed: the compiler's messages are above" >&2; exit 1; }
 "$VENV/bin/python" -c "import mininet.net, numpy, matplotlib, symphony_engine" \
     || { echo "setup: the virtual environment cannot import Mininet/numpy/matplotlib/symphony_engine" >&2; exit 1; }

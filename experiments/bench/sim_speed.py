@@ -26,6 +26,7 @@ from pathlib import Path
 from experiments import config as C
 from experiments.config.scale import deployment_scaling, scale
 from experiments.plan import run_plan, wall_deadline_s
+from experiments.sim.compiled import DEFAULT_ENGINE, ENGINES
 from experiments.sim.run import SimRun
 
 DEMO = Path(__file__).resolve().parents[1] / "configs" / "victim_straggle8.toml"
@@ -38,16 +39,17 @@ RING64 = {
 }
 
 
-def measure(spec: C.ExperimentSpec, variant: str, data: bool, say=print) -> dict:
+def measure(spec: C.ExperimentSpec, variant: str, data: bool, say=print, engine: str = DEFAULT_ENGINE) -> dict:
     plan = run_plan(spec, variant, 1, netem_ok=True, target="sim")
     with tempfile.TemporaryDirectory() as d:
-        sim = SimRun(plan, Path(d), data=data)
+        sim = SimRun(plan, Path(d), data=data, engine=engine)
         wall0, cpu0 = time.perf_counter(), time.process_time()
         sim.run(wall_deadline_s(spec, plan.jobs), progress=lambda line: say(f"  {line}"))
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         sim.close()
         frames, events = sim.net.frames_sent(), sim.engine.events
-        return {"config": spec.name, "variant": variant, "wall_s": wall, "cpu_s": cpu, "virtual_s": sim.engine.now,
+        return {"config": spec.name, "variant": variant, "engine": engine, "wall_s": wall, "cpu_s": cpu,
+                "virtual_s": sim.engine.now,
                 "frames": frames, "events": events, "frames_per_cpu_s": frames / cpu, "events_per_cpu_s": events / cpu,
                 "agents_ok": all(r.code == 0 for r in sim.ranks)}
 
@@ -59,13 +61,14 @@ def main(argv=None) -> int:
     ap.add_argument("--coarse", type=int, default=1, metavar="C")
     ap.add_argument("--variant", default="symphony", choices=("baseline", "symphony"))
     ap.add_argument("--ring64", action="store_true")
+    ap.add_argument("--engine", default=DEFAULT_ENGINE, choices=ENGINES)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     spec = C.resolve(json.loads(json.dumps(RING64))) if args.ring64 else C.load(args.config)
     if args.deployment:
         spec = scale(spec, deployment_scaling(spec, args.coarse))
-    r = measure(spec, args.variant, data=not args.deployment)
-    print(f"{r['config']} {r['variant']}{' at the deployment scale' if args.deployment else ''}"
+    r = measure(spec, args.variant, data=not args.deployment, engine=args.engine)
+    print(f"{r['config']} {r['variant']} ({r['engine']} engine){' at the deployment scale' if args.deployment else ''}"
           f"{f', {args.coarse} packets as one' if args.coarse > 1 else ''}: {r['wall_s']:.1f} s wall, "
           f"{r['cpu_s']:.1f} s CPU for {r['virtual_s']:.4f} s simulated; {r['frames']} frames "
           f"({r['frames_per_cpu_s']:.0f} per CPU second), {r['events']} events ({r['events_per_cpu_s']:.0f} per CPU "

@@ -53,6 +53,12 @@ class SimHost:
     def set_delay(self, port: int, delay_s: float) -> None:
         self.delay_s = delay_s
 
+    def set_rate_bps(self, bps: float) -> None:
+        """The link's rate changed (a squeeze or its end): the NIC drains at
+        it, from now."""
+        self.nic.set_rate_bps(bps)
+        self.waker.wake_at(self.engine.now)
+
     def send(self, frame: bytes) -> None:
         """A datagram from an agent or the cross traffic: into the NIC's queue."""
         nic = self.nic
@@ -100,13 +106,14 @@ class SimTransport:
     """hosts.transport's Transport for the simulation (module docstring).
     Built with the Transport protocol's keyword arguments plus `host` and
     `engine` (functools.partial), as the rank builds its transport; keep=False
-    keeps no payload (a run without data)."""
+    keeps no payload (a run without data); `stamp`, the rank's records'
+    clock, is the compiled transport's (this one logs as events happen)."""
 
     name = "udp"
 
     def __init__(self, *, job: int, rank: int, ips: list[str], data_port: int, params: UdpParams,
                  recv_len, log, rp=None, np_=None, faults: FaultParams | None = None,
-                 host: SimHost, engine: Engine, keep: bool = True):
+                 host: SimHost, engine: Engine, keep: bool = True, stamp=None):
         if faults is not None and faults.active:
             raise ValueError("the simulation does not inject receive faults ([faults] is for the agent's tests)")
         n = len(ips)
@@ -130,6 +137,10 @@ class SimTransport:
 
     def lateness(self) -> dict:
         return self.ep.sender.lateness()
+
+    def flush(self) -> None:
+        """Nothing to write: this transport logs its events as they happen
+        (a compiled one keeps them until its rank's loop runs)."""
 
     def open(self) -> None:
         self.host.listen(self.data_port, self._on_data)

@@ -23,7 +23,7 @@ from experiments.jitter.blaster import DISCARD_PORT, IP_UDP_HEADERS, packets_due
 from experiments.plan import RunPlan
 from experiments.sim.engine import Engine
 from experiments.sim.frames import Framer, ip_bytes
-from experiments.sim.host import SimHost
+from experiments.sim.host import SimHost, SimTransport
 from experiments.sim.switch import SimSwitch
 from topologies.spec.netem import NetemParams, delay_points
 from topologies.switch import controlplane as cp
@@ -43,20 +43,26 @@ def _bps(rate_mbit: float | None) -> float | None:
 
 
 class SimNetwork:
-    """The network of one plan (module docstring), built at once."""
+    """The network of one plan (module docstring), built at once.  Its
+    nodes come from ``make_switch`` and ``make_host``, which the compiled
+    engine's network (experiments/sim/compiled.py) overrides; the rest (the
+    control plane, what a jitter schedule changes, the records) is one
+    piece of code for both."""
+
+    transport = SimTransport            # a rank's transport on this network's hosts
 
     def __init__(self, engine: Engine, plan: RunPlan):
         topo = plan.topo
         self.engine = engine
         self.topo = topo
         self.target = TARGET
-        self.switches = {s.name: SimSwitch(engine, s.name, {p: port_name(s.name, p) for p in topo.ports(s.name)},
-                                           topo.queue_depth, plan.seed) for s in topo.switches}
+        self.switches = {s.name: self.make_switch(s.name, {p: port_name(s.name, p) for p in topo.ports(s.name)},
+                                                  topo.queue_depth, plan.seed) for s in topo.switches}
         arp = cp.arp_entries(topo)
         self.hosts = {}
         for h in topo.hosts:
             (_, _, link), = topo.ports(h.name).values()
-            self.hosts[h.name] = SimHost(engine, h.name, Framer(h.mac, h.ip, dict(arp[h.name])), _bps(link.rate_mbit))
+            self.hosts[h.name] = self.make_host(h, dict(arp[h.name]), _bps(link.rate_mbit))
         for link in topo.links:
             self._connect(link.node1, link.port1, link.node2, link.port2)
             self._connect(link.node2, link.port2, link.node1, link.port1)
@@ -67,6 +73,16 @@ class SimNetwork:
         for link in topo.links:
             if link.delay_ms:
                 self.set_link_netem(link.name)
+
+    def make_switch(self, name: str, ports: dict[int, str], queue_depth: int, seed: int):
+        return SimSwitch(self.engine, name, ports, queue_depth, seed)
+
+    def make_host(self, h, arp: dict[str, str], rate_bps: float | None):
+        return SimHost(self.engine, h.name, Framer(h.mac, h.ip, arp), rate_bps)
+
+    def cross(self) -> SimCross:
+        """The cross traffic's sender on this network (the Injector's `cross`)."""
+        return SimCross(self)
 
     def _set_wire_delay(self, link: str, delay_s: float) -> None:
         spec = self.topo.link(link)
@@ -96,8 +112,7 @@ class SimNetwork:
                 cp.set_port_rate(self.clients[node], port, rate_mbit, RATE_UNIT)
                 self.switches[node].rate_changed(port)
             else:
-                self.hosts[node].nic.set_rate_bps(rate_mbit * 1e6)
-                self.hosts[node].waker.wake_at(self.engine.now)
+                self.hosts[node].set_rate_bps(rate_mbit * 1e6)
 
     def set_link_netem(self, link: str, delay_ms: float | None = None, jitter_ms: float = 0.0,
                        loss_pct: float = 0.0, distribution: str = "uniform", correlation_pct: float = 0.0,
@@ -110,7 +125,7 @@ class SimNetwork:
         self._set_wire_delay(link, delay / 1e3 if fixed else 0.0)
         lines = NetemParams() if fixed else p       # a fixed delay is the wire's (module docstring)
         for switch, port, direction in delay_points(self.topo, link):
-            if fixed and port not in self.switches[switch].lines[direction]:
+            if fixed and not self.switches[switch].has_line(direction, port):
                 continue
             self.clients[switch].set_netem(lines, port, direction)
 

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from experiments.sim.engine import Engine
-from experiments.sim.host import SimTransport
 from hosts.agent import Records
 from hosts.job import JobSpec
 from hosts.rank import Await, Rank, Sleep
@@ -23,8 +22,21 @@ from hosts.transport import TransportTimeout
 EPOCH_NS = 10**18
 
 
+class VirtualNs:
+    """A record's time stamp: the engine's now as CLOCK_REALTIME ns; or
+    `at`, where set: the time a compiled transport's event happened, which
+    reaches its rank's records later (experiments/sim/compiled.py)."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.at: float | None = None
+
+    def __call__(self) -> int:
+        return EPOCH_NS + round((self.engine.now if self.at is None else self.at) * 1e9)
+
+
 def virtual_ns(engine: Engine) -> Callable[[], int]:
-    return lambda: EPOCH_NS + round(engine.now * 1e9)
+    return VirtualNs(engine)
 
 
 class SimRank:
@@ -37,8 +49,10 @@ class SimRank:
         self.spec = spec
         self.host = spec.ranks[rank].host
         self.jsonl = log_dir / f"rank{rank}.jsonl"
-        self.log = Records(self.jsonl, spec.job, rank, clock_ns=virtual_ns(engine), flush_each=False)
-        transport = functools.partial(SimTransport, host=net.hosts[self.host], engine=engine, keep=data)
+        stamp = VirtualNs(engine)
+        self.log = Records(self.jsonl, spec.job, rank, clock_ns=stamp, flush_each=False)
+        transport = functools.partial(net.transport, host=net.hosts[self.host], engine=engine, keep=data,
+                                      stamp=stamp)
         self.rank = Rank(spec, rank, self.log, transport, engine.clock, data=data)
         self.rank.tr.open()
         self.rank.prepare()
@@ -63,6 +77,7 @@ class SimRank:
         self._resume(None, None)
 
     def _resume(self, value, exc: TransportTimeout | None) -> None:
+        self.rank.tr.flush()            # the transport's events before the loop's next ones
         try:
             req = self.loop.send(value) if exc is None else self.loop.throw(exc)
         except StopIteration as stop:

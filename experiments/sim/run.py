@@ -17,8 +17,7 @@ from pathlib import Path
 from contract import exits
 from experiments.jitter.injector import Injector
 from experiments.plan import RunPlan
-from experiments.sim.engine import Engine
-from experiments.sim.network import SimCross, SimNetwork
+from experiments.sim.compiled import DEFAULT_ENGINE, make_engine, network_class
 from experiments.sim.ranks import EPOCH_NS, SimRank, virtual_ns
 from experiments.supervise import AGENT_GRACE_S, EXIT_MEANINGS, RunFailed, RunResult, agent_error_reason
 
@@ -51,12 +50,12 @@ def agents_dir_for(agents_dir: Path, job: int, multi: bool) -> Path:
 class SimRun:
     """The parts of one simulated run, built and ready to go."""
 
-    def __init__(self, plan: RunPlan, run_dir: Path, data: bool = True):
+    def __init__(self, plan: RunPlan, run_dir: Path, data: bool = True, engine: str = DEFAULT_ENGINE):
         tcp = [s.job for s in plan.jobs if s.transport != "udp"]
         if tcp:
             raise ValueError(f"job {tcp[0]} runs over TCP, the kernel's: the simulation runs UDP jobs only")
-        self.engine = Engine()
-        self.net = SimNetwork(self.engine, plan)
+        self.engine = make_engine(engine)
+        self.net = network_class(engine)(self.engine, plan)
         self.failed: list[SimRank] = []
         self.ranks: list[SimRank] = []
         multi = len(plan.jobs) > 1
@@ -65,7 +64,7 @@ class SimRun:
             for r in range(spec.n_ranks):
                 self.ranks.append(SimRank(self.engine, self.net, spec, r, log_dir, data, self._exited))
         self.injector = Injector(self.net, list(plan.schedule), run_dir / "jitter_applied.jsonl",
-                                 clock=self.engine.clock, wall_ns=virtual_ns(self.engine), cross=SimCross(self.net))
+                                 clock=self.engine.clock, wall_ns=virtual_ns(self.engine), cross=self.net.cross())
         self.running = len(self.ranks)
 
     def _exited(self, rank: SimRank) -> None:
@@ -130,12 +129,12 @@ def failure(rank: SimRank) -> str:
 
 
 def run_sim(plan: RunPlan, run_dir: Path, res: RunResult, meta: dict, deadline_s: float,
-            data: bool = True, progress: Callable[[str], None] | None = None) -> None:
+            data: bool = True, progress: Callable[[str], None] | None = None, engine: str = DEFAULT_ENGINE) -> None:
     """Simulate the plan into run_dir (module docstring); RunFailed (one line)
     when an agent fails or the deadline passes with agents running;
     progress: SimRun.run's."""
     t_wall = time.perf_counter()
-    sim = SimRun(plan, run_dir, data)
+    sim = SimRun(plan, run_dir, data, engine)
     meta.update(target=sim.net.target, t0_ns=EPOCH_NS, start_margin_s=0.0)
     try:
         sim.run(deadline_s, progress)
@@ -151,7 +150,7 @@ def run_sim(plan: RunPlan, run_dir: Path, res: RunResult, meta: dict, deadline_s
                          "events": sim.engine.events, "frames": frames,
                          "events_per_s": round(sim.engine.events / wall) if wall > 0 else None,
                          "frames_per_s": round(frames / wall) if wall > 0 else None,
-                         "with_data": data, **({"injector_problems": problems} if problems else {})})
+                         "with_data": data, "engine": engine, **({"injector_problems": problems} if problems else {})})
         res.fidelity = FIDELITY["verdict"]
     if sim.failed:
         raise RunFailed(failure(sim.failed[0]))

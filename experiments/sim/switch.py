@@ -25,6 +25,9 @@ class SimSwitch(SwitchCore):
     def connect(self, port: int, receive: Callable, peer_port: int) -> None:
         self.out[port] = (receive, peer_port)
 
+    def has_line(self, direction: str, port: int) -> bool:
+        return port in self.lines[direction]
+
     def set_delay(self, port: int, delay_s: float) -> None:
         self.delay_s[port] = delay_s
 
