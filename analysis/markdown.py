@@ -26,34 +26,27 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:+.1f} %"
 
 
+def units_line(summary: dict[str, Any]) -> str:
+    """What the report's times are in, said once: the config's own time,
+    and for a scaled batch the factor its runs' clock ran at (K)."""
+    f, k, r = summary.get("time_factor") or 1.0, summary.get("scale") or 1.0, summary.get("rate_factor") or 1.0
+    line = "Units: every time in this report is in seconds (or ms) of the config's own time"
+    if f != 1.0:
+        how = f"--scale K = {k:g}" + (f" on links at {r:.4g} times the config's rates" if r != 1.0 else "")
+        line += (f". This batch ran at {how}: its runs' clock ran {f:g} times the config's, and their seconds are "
+                 f"divided by {f:g} here, the regime and fidelity tables' excepted (they keep the runs' own clock, "
+                 "the machine's)")
+    return line + "."
+
+
 def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str, Any]],
                     plot_paths: list[Path], out_dir: Path, warnings: list[str]) -> str:
+    """analysed: the runs as analyse_run gives them, each summary in the
+    config's units (analysis.report.config_summary)."""
     lines = [f"# Report: {title}", "",
-             f"{len(analysed)} run(s): " + ", ".join(f"`{a['run']}`" for a in analysed), ""]
-    lines += ["## Summary", "",
-              "| variant | runs ok / all | CCT samples | mean CCT (s) | std (s) | change vs baseline "
-              "| misalignment mean (steps) | misalignment max | step-end skew mean (ms) "
-              "| Symphony marks / run | queue marks / run | CNPs / run |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for v, row in summary["variants"].items():
-        mark = " (degraded)" if row.get("fidelity") == "degraded" else ""
-        lines.append(
-            f"| {v}{mark} | {row['runs_ok']} / {row['runs']} | {row['cct_n']} | {_f(row['cct_mean_s'], '{:.4f}')} "
-            f"| {_f(row['cct_std_s'], '{:.4f}')} | {_pct(row['cct_change_pct'])} "
-            f"| {_f(row['misalignment_mean'], '{:.2f}')} | {_f(row['misalignment_max'], '{:.0f}')} "
-            f"| {_f(None if row['step_end_skew_mean_s'] is None else row['step_end_skew_mean_s'] * 1e3, '{:.2f}')} "
-            f"| {_f(row['sym_marks_per_run'], '{:.1f}')} | {_f(row['queue_marks_per_run'], '{:.1f}')} "
-            f"| {_f(row['cnp_per_run'], '{:.1f}')} |")
-    lines += ["",
-              "CCT: first `step_start` to last `step_end` over all ranks of a job, one sample per iteration "
-              "of each ok run. Change: (mean CCT of the variant - mean CCT of baseline) / baseline; "
-              "negative means faster than baseline. Misalignment: newest minus oldest current step across "
-              "ranks, time-weighted mean over the run, and its maximum. Step-end skew: last minus first "
-              "rank to end a step, mean over steps. Std: sample standard deviation of the pooled iterations. "
-              "Failed or interrupted runs are listed below and left out of every figure in this table. "
-              "So are runs whose fidelity monitors found that the machine bent their timing (fidelity degraded: "
-              "meta.json's fidelity, experiments/README.md), while the variant has a run whose fidelity is ok; "
-              "a variant marked (degraded) has none, and its figures are the degraded runs'.", ""]
+             f"{len(analysed)} run(s): " + ", ".join(f"`{a['run']}`" for a in analysed), "",
+             units_line(summary), ""]
+    lines += _per_job_markdown(summary)
     if any(row["oracle"] for row in summary.get("jobs", {}).values()):
         lines += _oracle_markdown(summary)
     if any(row.get("sim") for row in summary.get("jobs", {}).values()):
@@ -61,8 +54,9 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
     lines += _regime_verdict_markdown(summary)
     if (summary.get("regime") or {}).get("rows"):
         lines += _regime_markdown(summary)
+    lines += _variants_markdown(summary)
     if summary.get("multi_job"):
-        lines += _per_job_markdown(summary, analysed)
+        lines += _per_iteration_markdown(analysed)
     wrong = [r for row in summary["variants"].values() for r in row["wrong_results"]]
     if wrong:
         lines += [f"**Wrong AllReduce results** in: {', '.join(wrong)}", ""]
@@ -83,24 +77,29 @@ def render_markdown(title: str, summary: dict[str, Any], analysed: list[dict[str
         gp = s["goodput_mean_bps"]
         lines.append(
             f"| {a['run']} | {a['variant']} | {_f(a['repeat'], '{}')} | {a['status']} | {a.get('fidelity') or '-'} "
-            f"| {s['iterations_complete']} / {s['iterations']} | {_f(s['cct_mean_s'], '{:.4f}')} "
+            f"| {s['iterations_complete']} / {s['iterations']} | {_job_means(s)} "
             f"| {_f(s['misalignment_mean'], '{:.2f}')} / {_f(s['misalignment_max'], '{:.0f}')} "
             f"| {_f(None if gp is None else gp / 1e6, '{:.2f}')} "
             f"| {_f(s['goodput_mean_fraction'], '{:.0%}')} | {_f(s['exact'], '{}')} |")
-    lines += ["", "Goodput: a rank's `step_end` bytes x 8 over its own active time in the iteration "
-              "(first `step_start` to last `step_end`), averaged over ranks and iterations; the link rate "
-              "comes from config.toml's topology (`-` when it names none).", ""]
+    lines += ["", "Mean CCT: each job's, over its iterations in the run (`job: seconds` where the run has "
+              "several). Goodput: a rank's `step_end` bytes x 8 over its own active time in the iteration "
+              "(first `step_start` to last `step_end`), averaged over ranks and iterations, at the config's link "
+              "rates; the link rate comes from config.toml's topology (`-` when it names none).", ""]
     captions = {
-        "timeline": "Per-step timeline: a row per rank (per job and rank when there are several jobs), "
+        "timeline": "Per-step timeline (s of the config's time): a row per rank (per job and rank when there "
+                    "are several jobs), "
                     "a bar per ring step (blue reduce-scatter, orange all-gather), jitter windows shaded red; "
                     "the variants of one repeat share the time axis; panels titled oracle are the flow-level "
                     "model on that repeat's jitter schedule (when the runs have an oracle file).",
-        "misalignment": "Misalignment over time (newest minus oldest current step across ranks), ok runs.",
-        "cct": "CCT distribution per variant (box: quartiles, diamond: mean, dots: iterations).",
-        "rates": "DCQCN current rate Rc per ring flow; ticks under each panel are the CNPs its sender received.",
-        "marks": "ECN marks by cause per switch, mean over ok runs (error bar: std).",
-        "cctjobs": "Mean CCT per job: bars measured (error bar: std over iterations), diamonds the flow-level "
-                   "oracle on the same jitter schedules, dashed the job's bandwidth bound.",
+        "misalignment": "Misalignment (steps) over time (s of the config's time): newest minus oldest current "
+                        "step across ranks, ok runs.",
+        "cct": "CCT distribution per job and variant (s of the config's time; box: quartiles, diamond: mean, "
+               "dots: iterations).",
+        "rates": "DCQCN current rate Rc per ring flow (Mbit/s at the config's link rates, against s of the config's "
+                 "time); ticks under each panel are the CNPs its sender received.",
+        "marks": "ECN marks by cause per switch (marks per run), mean over ok runs (error bar: std).",
+        "cctjobs": "Mean CCT per job (s of the config's time): bars measured (error bar: std over iterations), "
+                   "diamonds the flow-level oracle on the same jitter schedules, dashed the job's bandwidth bound.",
     }
     lines += ["## Plots", ""]
     for p in plot_paths:
@@ -122,7 +121,7 @@ FIDELITY_COLUMNS = (("cpu_saturated_share", "CPU saturated (share)", "{:.2f}"),
 def _fidelity_markdown(analysed: list[dict[str, Any]]) -> list[str]:
     """Per run: the fidelity verdict, its monitors' figures (a failed check
     in bold) and the reasons."""
-    lines = ["## Fidelity", "",
+    lines = ["## Fidelity (ms of the machine's own clock)", "",
              "| run | variant | verdict | " + " | ".join(title for _, title, _ in FIDELITY_COLUMNS) + " | reasons |",
              "|---|---|---|" + "---|" * len(FIDELITY_COLUMNS) + "---|"]
     for a in analysed:
@@ -158,7 +157,7 @@ def _repeats(row: dict[str, Any]) -> str:
 
 def _oracle_markdown(summary: dict[str, Any]) -> list[str]:
     """Per job: the measured change beside the flow-level oracle's."""
-    lines = ["### Against the oracle", "",
+    lines = ["### Against the oracle (s)", "",
              "| job | baseline CCT (s) | Symphony CCT (s) | change | change per repeat | oracle baseline (s) "
              "| oracle Symphony (s) | oracle change | bound (s) | captured | efficiency |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -187,7 +186,7 @@ def _oracle_markdown(summary: dict[str, Any]) -> list[str]:
 def _sim_markdown(summary: dict[str, Any]) -> list[str]:
     """Per job: the measured change beside the simulation's, at the config's
     scale and the deployment's, and where the two disagree."""
-    lines = ["### Against the simulation", "",
+    lines = ["### Against the simulation (s)", "",
              "| job | measured change | sim baseline (s) | sim Symphony (s) | sim change | deployment baseline (s) "
              "| deployment Symphony (s) | deployment change |",
              "|---|---|---|---|---|---|---|---|"]
@@ -237,23 +236,72 @@ def _regime_verdict_markdown(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _per_job_markdown(summary: dict[str, Any], analysed: list[dict[str, Any]]) -> list[str]:
-    """The tables a run with several jobs needs: each job's CCT per variant
-    (against the same job's baseline), then each run's CCT per job and
-    iteration."""
-    lines = ["## CCT per job", "",
-             "| variant | job | ranks | CCT samples | mean CCT (s) | std (s) | change vs baseline (same job) "
+def _per_job_markdown(summary: dict[str, Any]) -> list[str]:
+    """The report's lead: each job's CCT per variant, against the same job's
+    baseline (never a mean over several jobs' iterations)."""
+    variants = summary["variants"]
+    jobs = m.job_order(j for row in variants.values() for j in row["jobs"])
+    lines = ["## CCT per job (s)", "",
+             "| job | ranks | variant | runs | CCT samples | mean CCT (s) | std (s) | change vs baseline "
              "| misalignment mean (steps) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for job in jobs:
+        for v, row in variants.items():
+            j = row["jobs"].get(job)
+            if j is None:
+                continue
+            mark = " (degraded)" if row.get("fidelity") == "degraded" else ""
+            lines.append(f"| {job} | {j['ranks']} | {v}{mark} | {j['runs']} | {j['cct_n']} "
+                         f"| {_f(j['cct_mean_s'], '{:.4f}')} | {_f(j['cct_std_s'], '{:.4f}')} "
+                         f"| {_pct(j['cct_change_pct'])} | {_f(j['misalignment_mean'], '{:.2f}')} |")
+    lines += ["",
+              "CCT: first `step_start` to last `step_end` over the job's ranks, one sample per iteration of each "
+              "counted run; std: the sample standard deviation of those iterations. Change: (the variant's mean CCT "
+              "- baseline's) / baseline's, of the same job; negative means faster than baseline. Misalignment: "
+              "newest minus oldest current step across the job's ranks, time-weighted mean over the run. Counted "
+              "runs: ok ones, of the repeats where every variant's run is ok; failed or interrupted runs are listed "
+              "below and left out of every figure. So are runs whose fidelity monitors found that the machine bent "
+              "their timing (fidelity degraded: meta.json's fidelity, experiments/README.md), while the variant has "
+              "a run whose fidelity is ok; a variant marked (degraded) has none, and its figures are the degraded "
+              "runs'.", ""]
+    return lines
+
+
+def _variants_markdown(summary: dict[str, Any]) -> list[str]:
+    """Per variant: its runs, and what is of the whole run rather than of a
+    job (misalignment and skew over its jobs, marks and CNPs of its switches)."""
+    several = summary.get("multi_job")
+    lines = ["## Runs per variant", "",
+             "| variant | runs ok / all | misalignment mean (steps) | misalignment max (steps) "
+             "| step-end skew mean (ms) | Symphony marks / run | queue marks / run | CNPs / run |",
              "|---|---|---|---|---|---|---|---|"]
     for v, row in summary["variants"].items():
-        for job, j in row["jobs"].items():
-            lines.append(f"| {v} | {job} | {j['ranks']} | {j['cct_n']} | {_f(j['cct_mean_s'], '{:.4f}')} "
-                         f"| {_f(j['cct_std_s'], '{:.4f}')} | {_pct(j['cct_change_pct'])} "
-                         f"| {_f(j['misalignment_mean'], '{:.2f}')} |")
-    lines += ["", "Each job's CCT is over its own ranks only; the summary above pools every job's iterations.", "",
-              "## CCT per job and iteration", "",
-              "| run | variant | status | job | iterations complete | CCT per iteration (s) | mean CCT (s) | exact |",
-              "|---|---|---|---|---|---|---|---|"]
+        mark = " (degraded)" if row.get("fidelity") == "degraded" else ""
+        skew = row["step_end_skew_mean_s"]
+        lines.append(
+            f"| {v}{mark} | {row['runs_ok']} / {row['runs']} | {_f(row['misalignment_mean'], '{:.2f}')} "
+            f"| {_f(row['misalignment_max'], '{:.0f}')} | {_f(None if skew is None else skew * 1e3, '{:.2f}')} "
+            f"| {_f(row['sym_marks_per_run'], '{:.1f}')} | {_f(row['queue_marks_per_run'], '{:.1f}')} "
+            f"| {_f(row['cnp_per_run'], '{:.1f}')} |")
+    lines += ["", "Over the counted runs" + (", each over all its jobs (the table above has each job's)" if several
+                                            else "") + ": misalignment, its time-weighted mean and maximum; "
+              "step-end skew, last minus first rank to end a step, mean over steps; ECN marks and CNPs per run.", ""]
+    return lines
+
+
+def _job_means(s: dict[str, Any]) -> str:
+    """A run's mean CCT per job: the value for one job, `job: value` each for several."""
+    jobs = s["jobs"]
+    if len(jobs) == 1:
+        return _f(next(iter(jobs.values()))["cct_mean_s"], "{:.4f}")
+    return ", ".join(f"{job}: {_f(j['cct_mean_s'], '{:.4f}')}" for job, j in jobs.items()) or "-"
+
+
+def _per_iteration_markdown(analysed: list[dict[str, Any]]) -> list[str]:
+    """Each run's CCT per job and iteration (runs with several jobs)."""
+    lines = ["## CCT per job and iteration (s)", "",
+             "| run | variant | status | job | iterations complete | CCT per iteration (s) | mean CCT (s) | exact |",
+             "|---|---|---|---|---|---|---|---|"]
     for a in analysed:
         for job in m.job_order(a["summary"]["jobs"]):
             j = a["summary"]["jobs"][job]
@@ -278,7 +326,7 @@ def _regime_markdown(summary: dict[str, Any]) -> list[str]:
     reg = summary["regime"]
     variants = list(summary["variants"])
     labels = reg.get("labels") or {}
-    lines = ["### Regime", "",
+    lines = ["### Regime (ms of the runs' own clock)", "",
              "| job | quantity | " + " | ".join(variants) + " | parameters | target (deployment) |",
              "|---|---|" + "---|" * len(variants) + "---|---|"]
     for row in reg["rows"]:

@@ -63,17 +63,21 @@ def _variant_means(doc: dict[str, Any], variant: str, repeats: Iterable[int] | N
     return {job: mean(xs) for job, xs in per_job.items()}
 
 
-def oracle_jobs(doc: dict[str, Any], repeats: dict[str, list[int]] | None = None) -> dict[str, dict[str, Any]]:
+def oracle_jobs(doc: dict[str, Any], repeats: dict[str, list[int]] | None = None,
+                clock: float = 1.0) -> dict[str, dict[str, Any]]:
     """job -> the oracle's figures; repeats: variant -> the repeats to average
-    (those of the ok runs), None: all."""
+    (those of the ok runs), None: all.  clock: the runs' seconds per second
+    of the config's (a scaled batch's time factor): the model ran on the
+    runs' schedules, in their clock, and its times are divided by it."""
     repeats = repeats or {}
     base = _variant_means(doc, "baseline", repeats.get("baseline"))
     sym = _variant_means(doc, "symphony", repeats.get("symphony"))
     out = {}
     for job, row in doc.get("jobs", {}).items():
-        b, s = base.get(job), sym.get(job)
-        out[job] = {"baseline_cct_s": b, "symphony_cct_s": s, "cct_change_pct": _change(b, s),
-                    "bound_s": row.get("bound_s")}
+        b, s, bound = base.get(job), sym.get(job), row.get("bound_s")
+        out[job] = {"baseline_cct_s": None if b is None else b / clock,
+                    "symphony_cct_s": None if s is None else s / clock, "cct_change_pct": _change(b, s),
+                    "bound_s": None if bound is None else bound / clock}
     return out
 
 
@@ -93,11 +97,13 @@ def captured(measured_pct: float | None, oracle_pct: float | None) -> float | No
 
 
 def job_comparison(variants: dict[str, Any], doc: dict[str, Any] | None,
-                   analysed: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+                   analysed: list[dict[str, Any]], clock: float = 1.0) -> dict[str, dict[str, Any]]:
     """Per job: measured CCTs and change beside the oracle's (module
-    docstring); variants: report.summarise's per-variant rows."""
+    docstring); variants: report.summarise's per-variant rows, in the
+    config's units; clock: the runs' seconds per second of the config's,
+    which the oracle's times are divided by (oracle_jobs)."""
     measured = {v: row.get("jobs", {}) for v, row in variants.items()}
-    oracle = oracle_jobs(doc, ok_repeats(analysed)) if doc else {}
+    oracle = oracle_jobs(doc, ok_repeats(analysed), clock) if doc else {}
     out = {}
     for job in job_order(set().union(*measured.values(), oracle)):
         base = measured.get("baseline", {}).get(job, {}).get("cct_mean_s")

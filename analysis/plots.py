@@ -2,7 +2,9 @@
 
 Each function takes already-computed values (events, curves, metrics dicts),
 draws one figure and writes it to ``path``.  Time axes are seconds from each
-run's start (its first agent event), so runs line up.
+run's start (its first agent event), so runs line up, in the config's own
+time (a scaled run's clock divided by its time factor, ``clock``), and every
+title says its unit.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ PHASE_COLOURS = {"rs": ("#1f77b4", "#6baed6"), "ag": ("#e6550d", "#fdae6b")}  # 
 JITTER_COLOUR = "#d62728"
 VARIANT_COLOURS = {"baseline": "#555555", "symphony": "#2ca02c"}
 DPI = 110
+CONFIG_TIME = "s of the config's time"      # the unit of every time axis
 
 
 def variant_colour(variant: str, i: int = 0) -> str:
@@ -36,18 +39,20 @@ def _natural(label: str) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", label)]
 
 
-def jitter_label(w: dict[str, Any]) -> str:
+def jitter_label(w: dict[str, Any], clock: float = 1.0, rate: float = 1.0) -> str:
+    """A jitter window's label, in the config's units: the run's delay over
+    clock, its rate over rate (a scaled run's factors)."""
     kind = str(w.get("kind", "jitter"))
     params = w.get("params") or {}
     if kind == "compute":
         delay = params.get("delay_s")
-        late = f"{delay * 1e3:g} ms " if isinstance(delay, (int, float)) else ""
+        late = f"{delay / clock * 1e3:g} ms " if isinstance(delay, (int, float)) else ""
         return f"compute: iter {params.get('iter')} starts {late}late"
     if kind == "cross":
         return f"cross traffic {w.get('src', '?')}->{w.get('dst', '?')}"
     where = f" {w['link']}" if w.get("link") else ""
     if kind == "rate" and isinstance(params.get("rate_mbit"), (int, float)):
-        return f"rate{where} -> {params['rate_mbit']:g} Mbit/s"
+        return f"rate{where} -> {params['rate_mbit'] / rate:g} Mbit/s"
     if w.get("applied_as") and w.get("applied_as") != kind:
         return f"{kind}{where} (as {w['applied_as']})"
     return kind + where
@@ -60,8 +65,11 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def _step_segments(events: list[dict[str, Any]], t0: int) -> dict[tuple[int, int], list[tuple[float, float, str, int]]]:
-    """(job, rank) -> [(start_s, duration_s, phase, k)] from step_start/step_end pairs."""
+def _step_segments(events: list[dict[str, Any]], t0: int,
+                   clock: float = 1.0) -> dict[tuple[int, int], list[tuple[float, float, str, int]]]:
+    """(job, rank) -> [(start_s, duration_s, phase, k)] from step_start/step_end
+    pairs, in seconds of the events' clock over clock."""
+    ns = 1e9 * clock
     open_steps: dict[tuple[int, int, int], dict[str, Any]] = {}
     out: dict[tuple[int, int], list[tuple[float, float, str, int]]] = {}
     for e in events:
@@ -71,9 +79,9 @@ def _step_segments(events: list[dict[str, Any]], t0: int) -> dict[tuple[int, int
             out.setdefault((e["job"], e["rank"]), [])
         elif e["kind"] == "step_end" and key in open_steps:
             s = open_steps.pop(key)
-            out[(e["job"], e["rank"])].append(((s["t"] - t0) / 1e9, (e["t"] - s["t"]) / 1e9, s["phase"], s["k"]))
+            out[(e["job"], e["rank"])].append(((s["t"] - t0) / ns, (e["t"] - s["t"]) / ns, s["phase"], s["k"]))
     for key, s in open_steps.items():  # started, never ended: draw a stub, hatched
-        out[(key[0], key[1])].append(((s["t"] - t0) / 1e9, 0.0, s["phase"], -1))
+        out[(key[0], key[1])].append(((s["t"] - t0) / ns, 0.0, s["phase"], -1))
     return out
 
 
@@ -88,8 +96,10 @@ def row_labels(rows: list[tuple[int, int]]) -> list[str]:
     return [f"job {j} rank {r}" if multi_job else f"rank {r}" for j, r in rows]
 
 
-def plot_timeline(panels: Sequence[dict[str, Any]], path: Path) -> Path:
-    """Per-step timeline, one panel per run stacked on a shared time axis.
+def plot_timeline(panels: Sequence[dict[str, Any]], path: Path, clock: float = 1.0, rate: float = 1.0) -> Path:
+    """Per-step timeline, one panel per run stacked on a shared time axis,
+    in seconds of the config's time (the events' clock over clock; the
+    jitter's rates over rate).
 
     panel: {"title", "events" (parsed agent events), "t0" (ns), "jitter"
     (windows with start_ns/end_ns and "rank" and/or "link")}."""
@@ -101,7 +111,7 @@ def plot_timeline(panels: Sequence[dict[str, Any]], path: Path) -> Path:
     jitter_drawn = False
     for ax, panel in zip(axes[:, 0], panels, strict=True):
         t0 = panel["t0"]
-        segs = _step_segments(panel["events"], t0)
+        segs = _step_segments(panel["events"], t0, clock)
         rows = timeline_rows(panel["events"])
         for y, key in enumerate(rows):
             # one broken_barh per colour and row: fast for runs with many steps
@@ -117,7 +127,7 @@ def plot_timeline(panels: Sequence[dict[str, Any]], path: Path) -> Path:
         for w in panel.get("jitter", []):
             if w.get("start_ns") is None or w.get("end_ns") is None:
                 continue
-            a, b = (w["start_ns"] - t0) / 1e9, (w["end_ns"] - t0) / 1e9
+            a, b = (w["start_ns"] - t0) / 1e9 / clock, (w["end_ns"] - t0) / 1e9 / clock
             rank, job = w.get("rank"), w.get("job")
             row = [i for i, key in enumerate(rows)
                    if isinstance(rank, int) and key[1] == rank and (job is None or key[0] == job)]
@@ -130,7 +140,7 @@ def plot_timeline(panels: Sequence[dict[str, Any]], path: Path) -> Path:
             else:
                 ax.axvspan(a, b, color=JITTER_COLOUR, alpha=0.12, zorder=0)
                 ax.axvspan(a, b, fill=False, edgecolor=JITTER_COLOUR, lw=1.3, zorder=4)
-            label = jitter_label(w)
+            label = jitter_label(w, clock, rate)
             y_text = row[0] - 0.5 if row else -0.5
             ax.text(a, y_text, " " + label, fontsize=7, color=JITTER_COLOUR, va="bottom", ha="left")
             jitter_drawn = True
@@ -140,7 +150,7 @@ def plot_timeline(panels: Sequence[dict[str, Any]], path: Path) -> Path:
         ax.invert_yaxis()
         ax.set_title(panel["title"], fontsize=10, loc="left")
         ax.grid(axis="x", alpha=0.3)
-    axes[-1, 0].set_xlabel("time since run start (s)")
+    axes[-1, 0].set_xlabel(f"time since run start ({CONFIG_TIME})")
     handles = [Patch(color=PHASE_COLOURS["rs"][0], label="reduce-scatter step"),
                Patch(color=PHASE_COLOURS["ag"][0], label="all-gather step")]
     if jitter_drawn:
@@ -148,8 +158,8 @@ def plot_timeline(panels: Sequence[dict[str, Any]], path: Path) -> Path:
     if any(k < 0 for p in panels for segs in _step_segments(p["events"], p["t0"]).values() for *_, k in segs):
         handles.append(Line2D([], [], marker=">", ls="", color="black", label="step started, never ended"))
     fig.legend(handles=handles, loc="upper right", ncol=len(handles), fontsize=8, frameon=False)
-    fig.suptitle("Per-step timeline (bar = one ring step of one rank; shades alternate between steps)",
-                 fontsize=11, x=0.01, ha="left")
+    fig.suptitle(f"Per-step timeline, {CONFIG_TIME} (bar = one ring step of one rank; shades alternate between "
+                 "steps)", fontsize=11, x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     return _save(fig, path)
 
@@ -177,36 +187,40 @@ def plot_misalignment(series: dict[str, list[dict[str, Any]]], path: Path) -> Pa
             ax.legend(fontsize=7, loc="upper right", ncol=min(4, len(series[variant])), frameon=False)
     axes[0, 0].set_ylim(-0.2, peak + 0.8)
     axes[0, 0].yaxis.get_major_locator().set_params(integer=True)
-    axes[-1, 0].set_xlabel("time since run start (s)")
-    fig.suptitle("Step misalignment over time (newest minus oldest current step across ranks)",
+    axes[-1, 0].set_xlabel(f"time since run start ({CONFIG_TIME})")
+    fig.suptitle(f"Step misalignment (steps: newest minus oldest current step across ranks) against {CONFIG_TIME}",
                  fontsize=11, x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0, 1, 0.96))
     return _save(fig, path)
 
 
-def plot_cct(samples: dict[str, list[float]], path: Path) -> Path:
-    """Box plot of CCT per variant, every sample drawn as a dot over it."""
-    variants = [v for v in samples if samples[v]]
-    fig, ax = plt.subplots(figsize=(1.8 + 1.9 * max(1, len(variants)), 4.2))
-    if variants:
-        data = [samples[v] for v in variants]
-        box = ax.boxplot(data, patch_artist=True, widths=0.5, showmeans=True,
+def plot_cct(samples: dict[str, dict[str, list[float]]], path: Path) -> Path:
+    """Box plot of CCT per job and variant (samples: job -> variant ->
+    seconds of the config's time), every sample drawn as a dot over it."""
+    boxes = [(job, v, xs) for job, per in samples.items() for v, xs in per.items() if xs]
+    several = len(samples) > 1
+    variants = list(dict.fromkeys(v for _, v, _ in boxes))
+    fig, ax = plt.subplots(figsize=(1.8 + 1.9 * max(1, len(boxes)), 4.2))
+    if boxes:
+        box = ax.boxplot([xs for _, _, xs in boxes], patch_artist=True, widths=0.5, showmeans=True,
                          meanprops={"marker": "D", "markerfacecolor": "white", "markeredgecolor": "black"})
-        ax.set_xticks(range(1, len(variants) + 1), [f"{v}\n(n={len(samples[v])})" for v in variants])
-        for i, (patch, v) in enumerate(zip(box["boxes"], variants, strict=True)):
-            patch.set_facecolor(variant_colour(v, i))
+        ax.set_xticks(range(1, len(boxes) + 1), [(f"job {job}\n" if several else "") + f"{v}\n(n={len(xs)})"
+                                                 for job, v, xs in boxes])
+        for i, (patch, (_, v, xs)) in enumerate(zip(box["boxes"], boxes, strict=True)):
+            colour = variant_colour(v, variants.index(v))
+            patch.set_facecolor(colour)
             patch.set_alpha(0.35)
-            n = len(samples[v])
-            xs = [i + 1 + 0.18 * ((j % 7) - 3) / 3 for j in range(n)]
-            ax.scatter(xs, samples[v], s=14, color=variant_colour(v, i), zorder=3)
+            dots = [i + 1 + 0.18 * ((j % 7) - 3) / 3 for j in range(len(xs))]
+            ax.scatter(dots, xs, s=14, color=colour, zorder=3)
         ax.legend(handles=[Line2D([], [], marker="D", ls="", markerfacecolor="white", markeredgecolor="black",
                                   label="mean"),
                            Line2D([], [], marker="o", ls="", color="#444444", label="one iteration")],
                   fontsize=8, loc="best")
     else:
         ax.text(0.5, 0.5, "no completed iterations", ha="center", va="center", transform=ax.transAxes)
-    ax.set_ylabel("collective completion time (s)")
-    ax.set_title("CCT per variant (every iteration of every run)", fontsize=10)
+    ax.set_ylabel(f"collective completion time ({CONFIG_TIME})")
+    ax.set_title(f"CCT per {'job and ' if several else ''}variant, {CONFIG_TIME} (every iteration of every ok run)",
+                 fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return _save(fig, path)
@@ -249,8 +263,9 @@ def plot_rates(panels: Sequence[dict[str, Any]], path: Path) -> Path:
                           frameon=False)
             else:
                 ax.legend(fontsize=7, loc="lower right", ncol=2, frameon=True, framealpha=0.8)
-    axes[-1, 0].set_xlabel("time since run start (s)")
-    fig.suptitle("DCQCN sending rate per ring flow", fontsize=11, x=0.01, ha="left")
+    axes[-1, 0].set_xlabel(f"time since run start ({CONFIG_TIME})")
+    fig.suptitle(f"DCQCN sending rate per ring flow (Mbit/s at the config's link rates) against {CONFIG_TIME}",
+                 fontsize=11, x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0, 1, 0.96), h_pad=2.0)
     return _save(fig, path)
 
@@ -278,7 +293,7 @@ def plot_marks(marks: dict[str, dict[str, dict[str, tuple[float, float]]]], path
     if not switches:
         for ax in axes:
             ax.text(0.5, 0.5, "no switch dumps", ha="center", va="center", transform=ax.transAxes)
-    fig.suptitle("ECN marks by cause per switch", fontsize=11, x=0.01, ha="left")
+    fig.suptitle("ECN marks by cause per switch (marks per run)", fontsize=11, x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     return _save(fig, path)
 
@@ -314,10 +329,10 @@ def plot_cct_jobs(jobs: dict[str, dict[str, Any]], path: Path) -> Path:
                       label=None if bound_drawn else "bandwidth bound")
             bound_drawn = True
     ax.set_xticks(range(len(order)), [f"job {j}" for j in order])
-    ax.set_ylabel("mean CCT (s)")
+    ax.set_ylabel(f"mean CCT ({CONFIG_TIME})")
     ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    ax.set_title("Mean CCT per job: measured (bars), oracle (diamonds)", fontsize=10, loc="left")
+    ax.set_title(f"Mean CCT per job, {CONFIG_TIME}: measured (bars), oracle (diamonds)", fontsize=10, loc="left")
     fig.tight_layout()
     return _save(fig, path)

@@ -57,6 +57,12 @@ class Run:
         return float((self.meta.get("scaling") or {}).get("time", 1.0))
 
     @property
+    def rate_factor(self) -> float:
+        """The run's link rates per the config's (meta.json's scaling: --rate,
+        or the deployment's); 1 unscaled."""
+        return float((self.meta.get("scaling") or {}).get("rate", 1.0))
+
+    @property
     def scale_k(self) -> float:
         """The emulation's --scale K (meta.json's scaling: its bytes factor,
         which is the time factor but at a --rate other than 1); 1 unscaled."""

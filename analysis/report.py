@@ -9,8 +9,19 @@ rank left records (analysis.records.Run.status: a run without a readable
 meta.json is "unknown", one missing a rank's records "incomplete").  A run
 that is not ok gets its metrics.json and a line in the report with its
 reason, and is left out of every mean.  The report is written whole or not
-at all: into a folder beside its place, moved there at the end.  CCT statistics pool every completed
-iteration of every job of every ok run of a variant (n in the table).
+at all: into a folder beside its place, moved there at the end.  CCT
+statistics are per job, over every completed iteration of that job in the
+counted runs of a variant (n in the table); a variant's own CCT figures
+pool its iterations and are given only where the runs have one job (a
+mean over several jobs' iterations says nothing of any of them).
+
+Units: metrics.json keeps each run's own clock (a scaled run's, --scale K,
+runs K times the config's; its ``time_factor`` says by how much), and the
+summary, report.json and the report give every time in the config's own
+units (``config_summary``: the run's seconds divided by its time factor,
+its rates by its rate factor), the oracle's too (it ran on the runs'
+schedules, their clock); only the regime's measured seconds keep the runs'
+clock, which the regime they ran in is about.
 """
 
 from __future__ import annotations
@@ -95,6 +106,7 @@ def analyse_run(run: Run) -> dict[str, Any]:
         "seed": run.meta.get("seed"),
         "scale": run.scale_k,                   # the emulation's --scale K
         "time_factor": run.time_factor,         # its clock per second of the config's
+        "rate_factor": run.rate_factor,         # its link rates per the config's
         **m.run_metrics(run.events, run.switches, run.config, run.jitter),
     }
     # the regime DCQCN ran in, as the records measure it (analysis.regime)
@@ -130,6 +142,23 @@ def run_summary(rm: dict[str, Any]) -> dict[str, Any]:
         "errors": [e for j in jobs for e in j["errors"]],
         "jobs": {job: job_summary(jm) for job, jm in rm["jobs"].items()},
     }
+
+
+def config_summary(a: dict[str, Any]) -> dict[str, Any]:
+    """One analysed run's summary (run_summary) in the config's own units:
+    its times divided by the run's time factor, its goodput by its rate
+    factor (analyse_run's ``time_factor``, ``rate_factor``); 1 unscaled."""
+    s, f, r = a["summary"], a.get("time_factor") or 1.0, a.get("rate_factor") or 1.0
+
+    def t(x):
+        return None if x is None else x / f
+    jobs = {job: {**j, "cct_by_iter_s": {it: t(c) for it, c in j["cct_by_iter_s"].items()},
+                  "cct_s": [t(c) for c in j["cct_s"]], "cct_mean_s": t(j["cct_mean_s"])}
+            for job, j in s["jobs"].items()}
+    gp = s["goodput_mean_bps"]
+    return {**s, "cct_s": [t(c) for c in s["cct_s"]], "cct_mean_s": t(s["cct_mean_s"]),
+            "step_end_skew_mean_s": t(s["step_end_skew_mean_s"]), "step_end_skew_max_s": t(s["step_end_skew_max_s"]),
+            "goodput_mean_bps": None if gp is None else gp / r, "jobs": jobs}
 
 
 def job_summary(jm: dict[str, Any]) -> dict[str, Any]:
@@ -170,9 +199,12 @@ def summarise_jobs(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = None,
               regime: dict[str, Any] | None = None, sim: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Per variant: ok/failed runs, CCT mean/std over pooled samples,
-    change against baseline in percent (negative = faster), misalignment,
-    marks and CNPs per run.  Per job: measured CCTs and change beside the
+    """Every time in the config's own units (module docstring), the batch's
+    clock beside them (``time_factor``, ``scale``, ``rate_factor``).  Per
+    variant: ok/failed runs, each job's CCT mean/std over its iterations and
+    change against the same job's baseline in percent (negative = faster),
+    the variant's own CCT figures only where the runs have one job (None
+    with several), misalignment, marks and CNPs per run.  Per job: measured CCTs and change beside the
     oracle's (an oracle document, analysis.oracle), what was captured of it
     and the emulation's efficiency.  ``regime``: the regime measured per
     variant and job, and the table's rows beside the parameters' design and
@@ -180,12 +212,18 @@ def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = No
     simulation document (analysis.simulation): per job its figures at the
     config's scale and the deployment's, and the lines where they disagree."""
     variants = _order(a["variant"] for a in analysed)
-    out: dict[str, Any] = {"variants": {}}
+    first = analysed[0] if analysed else {}
+    # the batch's clock: its runs' seconds per second of the config's, its --scale K and --rate
+    clock = first.get("time_factor") or 1.0
+    out: dict[str, Any] = {"variants": {}, "time_factor": clock, "scale": first.get("scale") or 1.0,
+                           "rate_factor": first.get("rate_factor") or 1.0}
+    out["multi_job"] = multi = any(len(a["summary"]["jobs"]) > 1 for a in analysed)
+    analysed = [{**a, "summary": config_summary(a)} for a in analysed]
     use = paired(analysed, variants)
     for v in variants:
         runs = [a for a in analysed if a["variant"] == v]
         ok, degraded = use[v]
-        ccts = [c for a in ok for c in a["summary"]["cct_s"]]
+        ccts = [] if multi else [c for a in ok for c in a["summary"]["cct_s"]]      # pooled: one job's only
         out["variants"][v] = {
             "runs": len(runs),
             "runs_ok": len(ok),
@@ -201,7 +239,7 @@ def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = No
             "cct_n": len(ccts),
             "cct_mean_s": _mean(ccts),
             "cct_std_s": _std(ccts),
-            "cct_run_means_s": [a["summary"]["cct_mean_s"] for a in ok],
+            "cct_run_means_s": [] if multi else [a["summary"]["cct_mean_s"] for a in ok],
             "misalignment_mean": _mean([a["summary"]["misalignment_mean"] for a in ok]),
             "misalignment_max": max(m.finite(a["summary"]["misalignment_max"] for a in ok), default=None),
             "step_end_skew_mean_s": _mean([a["summary"]["step_end_skew_mean_s"] for a in ok]),
@@ -218,8 +256,7 @@ def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = No
         row["cct_change_pct"] = _change(v, row["cct_mean_s"], base)
         for job, jrow in row["jobs"].items():   # against the same job's baseline
             jrow["cct_change_pct"] = _change(v, jrow["cct_mean_s"], base_jobs.get(job, {}).get("cct_mean_s"))
-    out["multi_job"] = any(len(a["summary"]["jobs"]) > 1 for a in analysed)
-    out["jobs"] = job_comparison(out["variants"], oracle, analysed)
+    out["jobs"] = job_comparison(out["variants"], oracle, analysed, clock)
     for job, changes in repeat_changes(use).items():
         if job in out["jobs"]:
             out["jobs"][job]["change_per_repeat_pct"] = changes
@@ -232,7 +269,7 @@ def summarise(analysed: list[dict[str, Any]], oracle: dict[str, Any] | None = No
     simulated = job_figures(sim)
     for job, row in out["jobs"].items():
         row["sim"] = simulated.get(job)
-    scale = next((a.get("scale") or 1.0 for a in analysed), 1.0)
+    scale = out["scale"]
     out["sim_k"] = config_k(sim)
     out["sim_rate"] = config_rate(sim)
     out["sim_verdict"] = verdict(simulated, out["regime"]["verdicts"], scale, out["sim_k"])
@@ -318,27 +355,39 @@ def _pairs_by_repeat(runs: list[Run], variants: list[str]) -> list[tuple[str, li
     return out
 
 
-def full_rate_traces(events: list[dict[str, Any]], t0: int) -> dict[str, dict[str, list]]:
+def full_rate_traces(events: list[dict[str, Any]], t0: int, clock: float = 1.0,
+                     rate: float = 1.0) -> dict[str, dict[str, list]]:
     """Every rate event (metrics.json keeps a decimated copy; a plot must not
-    lose the dips), keyed by flow label, times in s from t0."""
+    lose the dips), keyed by flow label, times in s from t0; in the
+    config's units: the run's seconds over clock, its rates over rate."""
     out = {}
     for job, evs in m.by_job(events).items():
         ranks = m.ranks_of(evs)
         for rank, tr in m.rate_traces(evs).items():
             out[m.flow_label(job, rank, ranks)] = {
-                "t_s": [(t - t0) / 1e9 for t in tr["t"]], "rc_bps": tr["rc"],
-                "cnp_rx_t_s": [(t - t0) / 1e9 for t in tr["cnp_t"]]}
+                "t_s": [(t - t0) / 1e9 / clock for t in tr["t"]], "rc_bps": [rc / rate for rc in tr["rc"]],
+                "cnp_rx_t_s": [(t - t0) / 1e9 / clock for t in tr["cnp_t"]]}
     return out
 
 
+def job_ccts(ccts: dict[str, float | None]) -> str:
+    """Mean CCT per job in words, seconds of the config's time: "mean CCT
+    4.348 s" for one job, "mean CCT job 1 4.348 s, job 2 0.619 s" for
+    several (never one mean over them)."""
+    known = {job: c for job, c in ccts.items() if c is not None}
+    if not known:
+        return "no completed iteration"
+    if len(ccts) == 1:
+        return f"mean CCT {next(iter(known.values())):.3f} s"
+    return "mean CCT " + ", ".join(f"job {job} {c:.3f} s" for job, c in known.items())
+
+
 def _title(run: Run, rm: dict[str, Any]) -> str:
-    cct = rm["summary"]["cct_mean_s"]
+    """A run's panel title: its variant, name, each job's mean CCT in the
+    config's time, and how it ended when not ok."""
     status = "" if run.status == "ok" else f"  [{run.status.upper()}: {run.reason}]"
-    cct_s = f"mean CCT {cct:.3f} s" if cct is not None else "no completed iteration"
-    k = rm.get("time_factor", 1.0)
-    # a scaled run's plots keep its own clock; the summary divides by the time factor
-    scaled = f" (durations x{k:g}: the run's own seconds)" if k != 1.0 else ""
-    return f"{run.variant} - {run.name} - {cct_s}{scaled}{status}"
+    jobs = config_summary(rm)["jobs"]
+    return f"{run.variant} - {run.name} - {job_ccts({j: x['cct_mean_s'] for j, x in jobs.items()})}{status}"
 
 
 def oracle_panels(members: list[Run], by_name: dict[str, dict[str, Any]],
@@ -353,11 +402,11 @@ def oracle_panels(members: list[Run], by_name: dict[str, dict[str, Any]],
         events = timeline_events(oracle, r.repeat, r.variant, meta_t0_ns(r.meta) or t0) if r.repeat is not None else []
         if not events:
             continue
-        jobs = oracle["repeats"][str(r.repeat)]["variants"][r.variant]["jobs"].values()
-        cct = mean(j["mean_cct_s"] for j in jobs)
+        jobs = oracle["repeats"][str(r.repeat)]["variants"][r.variant]["jobs"]
+        ccts = {job: j["mean_cct_s"] / (r.time_factor or 1.0) for job, j in jobs.items()}
         unplaced = [{**w, "start_ns": None, "end_ns": None} if w.get("kind") == "compute" else w for w in r.jitter]
         panels.append({"title": f"oracle {r.variant} - the flow-level model on rep {r.repeat}'s jitter - "
-                                f"mean CCT {cct:.3f} s",
+                                f"{job_ccts(ccts)}",
                        "events": events, "t0": t0, "jitter": place_compute_jitter(unplaced, events)})
     return panels
 
@@ -384,11 +433,13 @@ def make_plots(runs: list[Run], analysed: list[dict[str, Any]], plot_dir: Path,
     written: list[Path] = []
     with_events = [r for r in runs if r.events]
 
+    # every time axis in the config's seconds: a scaled run's clock over its time factor
     for label, members in _pairs_by_repeat(with_events, variants)[:max_timelines]:
         panels = [{"title": _title(r, by_name[r.name]), "events": r.events,
                    "t0": by_name[r.name]["t0_ns"], "jitter": r.jitter} for r in members]
         panels += oracle_panels(members, by_name, oracle)
-        written.append(plots.plot_timeline(panels, plot_dir / f"timeline_{label}.png"))
+        written.append(plots.plot_timeline(panels, plot_dir / f"timeline_{label}.png",
+                                           clock=members[0].time_factor, rate=members[0].rate_factor))
 
     # ok runs only (a failed run can last far longer and squash the axis); all
     # runs when none is ok, so that something is shown
@@ -396,7 +447,7 @@ def make_plots(runs: list[Run], analysed: list[dict[str, Any]], plot_dir: Path,
     series = {v: [{"label": (f"rep {r.repeat}" if r.repeat is not None else r.name)
                             + (f" job {j}" if len(by_name[r.name]["jobs"]) > 1 else "")
                             + ("" if r.status == "ok" else f" ({r.status})"),
-                   "curve": jm["misalignment_curve"]}
+                   "curve": [[t / r.time_factor, x] for t, x in jm["misalignment_curve"]]}
                   for r in shown if r.variant == v
                   for j, jm in by_name[r.name]["jobs"].items()]
               for v in variants}
@@ -404,19 +455,27 @@ def make_plots(runs: list[Run], analysed: list[dict[str, Any]], plot_dir: Path,
     if any(series.values()):
         written.append(plots.plot_misalignment(series, plot_dir / "misalignment.png"))
 
-    samples = {v: [c for a in analysed if a["variant"] == v and a["status"] == "ok"
-                   for c in a["summary"]["cct_s"]] for v in variants}
-    written.append(plots.plot_cct(samples, plot_dir / "cct.png"))
+    # per job: a CCT pooled over several jobs' iterations is no job's
+    samples: dict[str, dict[str, list[float]]] = {}
+    for a in analysed:
+        if a["status"] == "ok":
+            for job, j in config_summary(a)["jobs"].items():
+                samples.setdefault(job, {}).setdefault(a["variant"], []).extend(j["cct_s"])
+    written.append(plots.plot_cct({job: {v: samples[job][v] for v in variants if v in samples[job]}
+                                   for job in m.job_order(samples)}, plot_dir / "cct.png"))
 
     rate_panels = []
     first_pair = _pairs_by_repeat(with_events, variants)[:1]
     for _, members in first_pair:
         for r in members:
             rm = by_name[r.name]
-            traces = full_rate_traces(r.events, rm["t0_ns"])
-            ends = [jm["misalignment_curve"][-1][0] for jm in rm["jobs"].values() if jm["misalignment_curve"]]
+            traces = full_rate_traces(r.events, rm["t0_ns"], r.time_factor, r.rate_factor)
+            ends = [jm["misalignment_curve"][-1][0] / r.time_factor
+                    for jm in rm["jobs"].values() if jm["misalignment_curve"]]
+            link = rm.get("link_rate_bps")
             rate_panels.append({"title": f"{r.variant} - {r.name}", "traces": traces,
-                                "link_rate_bps": rm.get("link_rate_bps"), "t_end_s": max(ends, default=None)})
+                                "link_rate_bps": None if link is None else link / r.rate_factor,
+                                "t_end_s": max(ends, default=None)})
     if any(p["traces"] for p in rate_panels):
         written.append(plots.plot_rates(rate_panels, plot_dir / "rates.png"))
 
@@ -526,6 +585,7 @@ def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = No
         _write_json(stage / "report.json", {"runs": [str(r.path) for r in runs],
                                             "oracle_file": str(oracle_path) if doc else None, **summary})
         plot_paths = make_plots(runs, analysed, stage / "plots", oracle=doc, summary=summary)
-        text = render_markdown(out.name, summary, analysed, plot_paths, stage, warnings)
+        text = render_markdown(out.name, summary, [{**a, "summary": config_summary(a)} for a in analysed],
+                               plot_paths, stage, warnings)
         (stage / "report.md").write_text(text, encoding="utf-8")
     return out / "report.md"

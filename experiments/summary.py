@@ -27,7 +27,7 @@ from analysis.regime import describe as rg_describe
 from analysis.regime import job_targets as rg_job_targets
 from analysis.regime import verdict as rg_verdict
 from analysis.regime import verdict_ratios as rg_verdict_ratios
-from analysis.report import analyse_run, summarise, write_report
+from analysis.report import analyse_run, config_summary, summarise, write_report
 from analysis.simulation import CONFIG_SCALE, DEPLOYMENT_SCALE
 from analysis.simulation import CONFIRMED_NOTE as SIM_CONFIRMED_NOTE
 from analysis.simulation import FILE_SUFFIX as SIM_SUFFIX
@@ -163,16 +163,21 @@ def write_oracle(path: Path, doc: dict) -> None:
 
 
 def summary(spec: ExperimentSpec, results: list[RunResult], analysed: list[dict | None], interrupted: bool,
-            oracle: dict | None = None, regime: dict | None = None, sim: dict | None = None) -> dict:
-    """summary.json: analysis' per-variant figures (pooled per-iteration CCT,
-    change against baseline) plus the spread of the per-run means, and per
-    job (``jobs.<id>``) the measured change beside the oracle's
+            oracle: dict | None = None, regime: dict | None = None, sim: dict | None = None,
+            scaling: Scaling | None = None) -> dict:
+    """summary.json: analysis' per-variant and per-job figures (per-iteration
+    CCT, change against baseline; a variant's pooled CCT only where the runs
+    have one job) plus the spread of the per-run means, and per job
+    (``jobs.<id>``) the measured change beside the oracle's
     (analysis.oracle: ``cct_change_pct``, ``oracle``, ``captured``,
-    ``efficiency``).  Without an analysis of every run (it failed, or a
+    ``efficiency``); every time in the config's own units (analysis.report:
+    a scaled run's clock divided by its time factor), the scaling itself
+    under ``scaling``.  Without an analysis of every run (it failed, or a
     second Ctrl-C), the run list and the oracle only."""
     complete = bool(analysed) and all(a is not None for a in analysed)
+    clock = scaling.time if scaling else 1.0
     s = (summarise(analysed, oracle, regime, sim) if complete
-         else {"variants": {}, "jobs": job_comparison({}, oracle, [])})
+         else {"variants": {}, "jobs": job_comparison({}, oracle, [], clock)})
     for v, row in s["variants"].items():
         # the runs analysis counted (ok, and fidelity-ok unless none is: analysis.report.counted)
         row["run_cct_mean_s"], row["run_cct_std_s"] = _stats(row["cct_run_means_s"])
@@ -188,9 +193,9 @@ def summary(spec: ExperimentSpec, results: list[RunResult], analysed: list[dict 
         if complete:
             row["status"] = analysed[i]["status"]
             row["reason"] = analysed[i]["reason"] or r.reason
-            a = analysed[i]["summary"]
-            row.update(cct_mean_s=a["cct_mean_s"], misalignment_mean=a["misalignment_mean"],
-                       regime=run_regime(analysed[i], regime))
+            a = config_summary(analysed[i])
+            row.update(job_cct_mean_s={job: j["cct_mean_s"] for job, j in a["jobs"].items()},
+                       misalignment_mean=a["misalignment_mean"], regime=run_regime(analysed[i], regime))
         runs.append(row)
     return {
         "experiment": spec.name,
@@ -200,41 +205,8 @@ def summary(spec: ExperimentSpec, results: list[RunResult], analysed: list[dict 
         "runs": runs,
         "cct_change_pct": s["variants"].get("symphony", {}).get("cct_change_pct"),
         **s,
+        **({"scaling": scaling.as_dict()} if scaling else {}),
     }
-
-
-# the summary's times in seconds of the runs (scaled runs: to be divided by the
-# time factor); everything else in it is a ratio, a count or a percentage
-RUN_TIMES = ("cct_mean_s", "cct_std_s", "run_cct_mean_s", "run_cct_std_s", "cct_run_means_s",
-             "baseline_cct_s", "symphony_cct_s", "bound_s")
-
-
-def in_config_units(summ: dict, scaling: Scaling | None) -> dict:
-    """A scaled batch's summary with its times divided by the scaling's time
-    factor (experiments.config.scale): the config's own units; the scaling
-    itself under ``scaling``.  The regime table keeps the runs' own units
-    (it describes the regime they ran in)."""
-    if scaling is None:
-        return summ
-    f = 1.0 / scaling.time
-
-    def conv(node):
-        if isinstance(node, dict):
-            # the regime is in the runs' units by design, the simulation's figures in the config's already
-            return {k: (_times(v, f) if k in RUN_TIMES else v if k in ("regime", "sim") else conv(v))
-                    for k, v in node.items()}
-        if isinstance(node, list):
-            return [conv(v) for v in node]
-        return node
-    return {**conv(summ), "scaling": scaling.as_dict()}
-
-
-def _times(v, f: float):
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return v * f
-    if isinstance(v, list):
-        return [_times(x, f) for x in v]
-    return v
 
 
 def run_regime(analysed_run: dict, regime: dict | None) -> dict[str, str]:
@@ -277,18 +249,29 @@ def noise_lines(summ: dict) -> list[str]:
 
 
 def table(summ: dict) -> str:
-    """Per variant: its runs and, for one job, its CCT.  With several jobs a
-    CCT pooled over the iterations of different jobs says nothing (the jobs
-    table has each job's), so it is left out."""
-    pooled = not summ.get("multi_job")
-    rows = [("variant", "runs counted", *(("CCT mean s", "CCT std s", "run-mean std s", "change %") if pooled else ()),
-             "misalign", "sym marks/run")]
+    """Per variant: its runs and, where the runs have one job, that job's
+    CCT, so labelled.  With several jobs a CCT pooled over the iterations of
+    different jobs says nothing of any (summarise gives none; the jobs table
+    has each job's)."""
+    job = _single_job(summ)
+    cols = (f"job {job} CCT mean s", "CCT std s", "run-mean std s", "change %") if job else ()
+    rows = [("variant", "runs counted", *cols, "misalign", "sym marks/run")]
     for v, row in summ["variants"].items():
         cct = (fmt(row["cct_mean_s"]), fmt(row["cct_std_s"]), fmt(row.get("run_cct_std_s")),
-               fmt(row.get("cct_change_pct"), "{:+.1f}")) if pooled else ()
+               fmt(row.get("cct_change_pct"), "{:+.1f}")) if job else ()
         rows.append((v, f"{row['runs_ok']}/{row['runs']}", *cct,
                      fmt(row.get("misalignment_mean"), "{:.2f}"), fmt(row.get("sym_marks_per_run"), "{:.0f}")))
     return align(rows)
+
+
+def _single_job(summ: dict) -> str | None:
+    """The one job's id where the runs have one job, else None."""
+    jobs = list(summ.get("jobs") or {})
+    return jobs[0] if len(jobs) == 1 and not summ.get("multi_job") else None
+
+
+def _change_words(pct: float) -> str:
+    return "faster" if pct < 0 else "slower" if pct > 0 else "the same"
 
 
 def jobs_table(jobs: dict, indent: str = "") -> str:
@@ -363,7 +346,8 @@ def _print_summary(spec: ExperimentSpec, results: list[RunResult], summ: dict, w
         what = "the declared deployment's" if sc["deployment"] else "the config's network"
         print(f"scaled on {what}: durations x{sc['time']:.4g}, link rates x{sc['rate']:.4g}, bytes x{sc['bytes']:.4g}"
               + (f", {sc['coarse']} packets as one" if sc["coarse"] > 1 else "")
-              + "; times below in the config's own units (divided by the duration factor)")
+              + f"; times below in the config's own units (the runs' seconds divided by {sc['time']:.4g}), the "
+                "regime's excepted")
     for line in summary_warnings(results):         # runs whose timing the machine bent
         print(line)
     if summ.get("jobs"):
@@ -372,7 +356,8 @@ def _print_summary(spec: ExperimentSpec, results: list[RunResult], summ: dict, w
         if sim_rate != 1.0:
             whose = "the config" if sim_k == 1.0 else "this batch"
             at = f"{whose}'s K = {sim_k:g} on links at --rate {rate_words(sim_rate)}"
-        print("per job, measured (each variant over the same repeats), the flow-level oracle and the simulation "
+        print("per job (CCT in s of the config's time), measured (each variant over the same repeats), the "
+              "flow-level oracle and the simulation "
               f"(at {at} and the deployment's scale) on the same schedules (captured = measured change"
               " / oracle change; efficiency = oracle / measured baseline CCT):")
         print(jobs_table(summ["jobs"], "  "))
@@ -386,17 +371,18 @@ def _print_summary(spec: ExperimentSpec, results: list[RunResult], summ: dict, w
         left_out = row["runs"] - row["runs_ok"]
         if left_out:
             print(f"  {v}: {left_out} run(s) left out (not ok, or their repeat's other variant was not)")
-    if not summ.get("multi_job"):
+    job = _single_job(summ)
+    if job:
         for v, row in summ["variants"].items():
             if row.get("cct_mean_s") is not None:
-                print(f"  {v}: mean CCT {row['cct_mean_s']:.3f} s +- {row.get('cct_std_s') or 0:.3f} s"
+                print(f"  job {job}, {v}: mean CCT {row['cct_mean_s']:.3f} s +- {row.get('cct_std_s') or 0:.3f} s"
                       f" over {row['cct_n']} iteration(s) of {row['runs_ok']} run(s)")
         if summ.get("cct_change_pct") is not None:
-            print(f"  Symphony against baseline: {summ['cct_change_pct']:+.1f} % mean CCT "
-                  f"({'faster' if summ['cct_change_pct'] < 0 else 'slower'})")
+            print(f"  job {job}: Symphony against baseline {summ['cct_change_pct']:+.1f} % mean CCT "
+                  f"({_change_words(summ['cct_change_pct'])})")
     if (summ.get("regime") or {}).get("rows"):
-        print("regime (the report's table has every ratio): measured per variant, the parameters' own, the"
-              " deployment's target:")
+        print("regime (ms of the runs' own clock; the report's table has every ratio): measured per variant, the"
+              " parameters' own, the deployment's target:")
         print(regime_table(summ, "  "))
     late = sum(row.get("jitter_not_applied", 0) for row in summ["runs"])
     if late:
@@ -557,7 +543,7 @@ def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, 
         if any(a is None for a in analysed):
             analysed = [None] * len(results)
     with signals.shielded():                # the summary is written whatever arrives now
-        summ = in_config_units(summary(spec, results, analysed, signals.interrupted, oracle, regime, sim), scaling)
+        summ = summary(spec, results, analysed, signals.interrupted, oracle, regime, sim, scaling)
         summ["stamp"] = stamp
         summ["oracle_file"] = str(oracle_path) if oracle_path else None
         summ["sim_file"] = str(sim_path) if sim_path else None

@@ -10,7 +10,8 @@ import pytest
 
 from analysis.records import RecordWarning, Run, load_run
 from analysis.report import _title, analyse_run, write_report
-from analysis.synthetic import demo_experiment, ring_times, sawtooth_rates, write_run
+from analysis.synthetic import T0_NS, demo_experiment, ring_times, sawtooth_rates, write_oracle, write_run
+from tests.analysis.conftest import JOB1
 from tests.analysis.pngs import assert_drawn
 from tests.harness import REPO
 
@@ -85,8 +86,11 @@ def test_summary_table_excludes_the_failed_run_and_gives_the_change(experiment):
     base_mean = (0.060 + 0.065) / 2
     sym_mean = (0.048 + 0.053) / 2
     change = (sym_mean - base_mean) / base_mean * 100
-    assert f"| baseline | 2 / 3 | 4 | {base_mean:.4f} |" in text
-    assert f"| symphony | 2 / 3 | 4 | {sym_mean:.4f} |" in text
+    # the report leads with the job's figures (one job: 4 ranks, 2 counted runs, 4 iterations each variant)
+    assert f"| 1 | 4 | baseline | 2 | 4 | {base_mean:.4f} |" in text
+    assert f"| 1 | 4 | symphony | 2 | 4 | {sym_mean:.4f} |" in text
+    assert text.index("## CCT per job (s)") < text.index("## Runs per variant")
+    assert "| baseline | 2 / 3 |" in text and "| symphony | 2 / 3 |" in text
     assert f"{change:+.1f} %" in text and change < 0
     assert "switch s2 exited with code -9 at t=3.2s" in text
     assert "| s-symphony-rep2 | symphony | failed |" in text
@@ -166,29 +170,40 @@ def test_report_shows_cct_per_job(tmp_path, two_job_run):
     assert sym["1"]["cct_mean_s"] == pytest.approx(0.040) and sym["1"]["cct_change_pct"] == pytest.approx(0.0)
     assert sym["2"]["cct_mean_s"] == pytest.approx(0.064) and sym["2"]["cct_change_pct"] == pytest.approx(-20.0)
     assert summary["variants"]["baseline"]["jobs"]["2"]["cct_n"] == 2
-    assert "## CCT per job" in text
-    assert "| baseline | 2 | 3 | 2 | 0.0800 |" in text
-    assert "| symphony | 2 | 3 | 2 | 0.0640 | 0.0000 | -20.0 % |" in text
+    # no mean over both jobs' iterations (it was -13.8 % of the demo's, neither job's change)
+    pooled = summary["variants"]["symphony"]
+    assert pooled["cct_mean_s"] is None and pooled["cct_change_pct"] is None and pooled["cct_run_means_s"] == []
+    assert text.index("## CCT per job (s)") < text.index("## Runs per variant")
+    assert "| 2 | 3 | baseline | 1 | 2 | 0.0800 |" in text
+    assert "| 2 | 3 | symphony | 1 | 2 | 0.0640 | 0.0000 | -20.0 % |" in text
     assert "| a-symphony-rep0 | symphony | ok | 2 | 2 / 2 | 0: 0.0640, 1: 0.0640 | 0.0640 | True |" in text
+    assert "| a-symphony-rep0 | symphony | 0 | ok | - | 4 / 4 | 1: 0.0400, 2: 0.0640 |" in text     # the runs table
     metrics = json.loads((dirs[0] / "metrics.json").read_text())
     assert metrics["summary"]["jobs"]["2"]["cct_by_iter_s"] == {"0": pytest.approx(0.08), "1": pytest.approx(0.08)}
 
 
-def test_single_job_report_has_no_per_job_tables(tmp_path):
+def test_single_job_report_leads_with_its_job_and_has_no_per_iteration_table(tmp_path):
     d = write_run(tmp_path / "one", ring_times(3, 1, 0.010))
     a = analyse_run(load_run(d))
     assert list(a["summary"]["jobs"]) == ["1"]
-    assert "CCT per job" not in write_report([d]).read_text()
+    text = write_report([d]).read_text()
+    assert "| 1 | 3 | baseline | 1 | 1 | 0.0400 |" in text and "CCT per job and iteration" not in text
 
 
-def test_a_scaled_runs_plot_title_names_its_clock():
-    """A scaled run's plots keep the run's own clock (the summary gives the
-    config's units, divided by K), and their titles say so."""
+def _with_jobs(a: dict, means: dict[str, float]) -> dict:
+    """An analysed run whose jobs have these mean CCTs (one iteration each), in its own clock."""
+    jobs = {job: {"cct_by_iter_s": {"0": c}, "cct_s": [c], "cct_mean_s": c} for job, c in means.items()}
+    return {**a, "summary": {**a["summary"], "jobs": jobs}}
+
+
+def test_a_scaled_runs_plot_title_gives_each_job_in_the_config_time():
+    """A scaled run's clock runs K times the config's: its panel title gives
+    each job's mean CCT divided by it, never one mean over the jobs."""
     run = Run(Path("20261126T122042Z-baseline-rep1"), meta={"status": "ok", "scaling": {"time": 30.0, "bytes": 30.0}})
-    scaled = analyse_run(run) | {"summary": {"cct_mean_s": 83.085}}
+    scaled = _with_jobs(analyse_run(run), {"1": 90.0, "2": 15.0})
     assert scaled["scale"] == 30.0
-    assert "mean CCT 83.085 s (durations x30: the run's own seconds)" in _title(run, scaled)
-    assert "durations" not in _title(run, scaled | {"time_factor": 1.0})
+    assert _title(run, scaled).endswith("- mean CCT job 1 3.000 s, job 2 0.500 s")
+    assert _title(run, _with_jobs(scaled, {"1": 90.0}) | {"time_factor": 1.0}).endswith("- mean CCT 90.000 s")
 
 
 def test_a_run_at_a_lower_rate_is_at_its_k_with_its_clock_k_over_r():
@@ -197,5 +212,33 @@ def test_a_run_at_a_lower_rate_is_at_its_k_with_its_clock_k_over_r():
     meta = {"status": "ok", "scaling": {"time": 150.0, "rate": 1 / 3, "bytes": 50.0}}
     run = Run(Path("20261126T122042Z-baseline-rep1"), meta=meta)
     a = analyse_run(run)
-    assert (a["scale"], a["time_factor"]) == (50.0, 150.0)
-    assert "(durations x150: the run's own seconds)" in _title(run, a | {"summary": {"cct_mean_s": 1.0}})
+    assert (a["scale"], a["time_factor"], a["rate_factor"]) == (50.0, 150.0, 1 / 3)
+    assert _title(run, _with_jobs(a, {"1": 150.0})).endswith("- mean CCT 1.000 s")
+
+
+def test_a_scaled_batchs_report_is_in_the_config_units_with_k_said_once(tmp_path, two_job_run):
+    """The issue-49 demo's report gave the large job's baseline as 217 s (the
+    scaled run's clock, K = 50) beside the simulation's 4.81 s (the
+    config's): measured and oracle now divided by the runs' time factor."""
+    k = 5.0
+    root = tmp_path / "exp"
+    dirs = [two_job_run(root / f"s-{v}-rep0", v, job2_step_s=step) for v, step in (("baseline", 0.020),
+                                                                                     ("symphony", 0.016))]
+    for d in dirs:
+        meta = json.loads((d / "meta.json").read_text())
+        (d / "meta.json").write_text(json.dumps({**meta, "scaling": {"time": k, "rate": 1.0, "bytes": k}}))
+    write_oracle(root, "s", {0: {"baseline": {1: JOB1, 2: ring_times(3, 2, 0.010, t0_ns=T0_NS)},
+                                 "symphony": {1: JOB1, 2: ring_times(3, 2, 0.008, t0_ns=T0_NS)}}}, bound_s=0.05)
+    text = write_report(dirs).read_text()
+    summary = json.loads((root / "report.json").read_text())
+    job2 = summary["jobs"]["2"]
+    assert job2["baseline_cct_s"] == pytest.approx(0.080 / k) and job2["symphony_cct_s"] == pytest.approx(0.064 / k)
+    assert job2["oracle"]["baseline_cct_s"] == pytest.approx(0.040 / k) and job2["oracle"]["bound_s"] == 0.05 / k
+    assert job2["efficiency"] == pytest.approx(0.5) and job2["cct_change_pct"] == pytest.approx(-20.0)
+    assert summary["time_factor"] == k and summary["scale"] == k
+    assert f"| 2 | {0.080 / k:.4f} | {0.064 / k:.4f} | -20.0 % |" in text
+    assert f"| 2 | 3 | baseline | 1 | 2 | {0.080 / k:.4f} |" in text
+    assert text.count(f"--scale K = {k:g}") == 1 and "divided by 5 here" in text
+    # metrics.json keeps the run's own clock
+    assert json.loads((dirs[0] / "metrics.json").read_text())["summary"]["jobs"]["2"]["cct_mean_s"] == \
+        pytest.approx(0.080)

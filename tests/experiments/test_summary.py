@@ -12,6 +12,7 @@ import pytest
 from analysis.synthetic import ring_times, write_jobs_run
 from experiments import config as C
 from experiments import summary as SU
+from experiments.config.scale import at, scale
 from experiments.jitter import schedule as J
 from experiments.signals import Signals
 from experiments.supervise import RunResult
@@ -111,3 +112,49 @@ def test_each_job_with_repeats_is_read_against_its_own_noise():
     one, two = SU.noise_lines(summ)
     assert one.startswith("job 1:") and "+1.3 % +- 1.1" in one and one.endswith("beyond the run-to-run noise")
     assert two.startswith("job 2:") and "not told apart from no change" in two
+
+
+def test_a_scaled_batch_prints_and_reports_the_config_units_alike(tmp_path, capsys):
+    """The same victim at --scale 4: its runs' clock and the oracle on their
+    schedules run 4 times the config's; the summary, the printed table and
+    the report all give the unscaled batch's figures (issue 49: the report
+    gave the scaled run's seconds beside the printed summary's)."""
+    sc = at(4.0)
+    spec, stamp = scale(victim_spec(), sc), "20990101T000000Z"
+    exp = tmp_path / "victim"
+    results = []
+    for variant, job2_step in (("baseline", 0.020), ("symphony", 0.015)):
+        d = write_jobs_run(exp / f"{stamp}-{variant}-rep1",
+                           {1: ring_times(4, 1, 0.032 * sc.time), 2: ring_times(2, 1, job2_step * sc.time)},
+                           variant=variant, repeat=1, jitter=J.make_schedule(spec, 1))
+        meta = json.loads((d / "meta.json").read_text())
+        (d / "meta.json").write_text(json.dumps({**meta, "scaling": sc.as_dict()}))
+        results.append(RunResult(d, variant, 1, status="ok"))
+    lines: list[str] = []
+    SU.finish_point(spec, results, exp, stamp, signals=Signals(), report=True, say=lines.append, scaling=sc)
+    assert not lines, lines
+    s = json.loads((exp / "summary.json").read_text())
+    report = json.loads((exp / f"{stamp}-report" / "report.json").read_text())
+    for doc in (s, report):
+        job2 = doc["jobs"]["2"]
+        assert (job2["baseline_cct_s"], job2["symphony_cct_s"]) == (pytest.approx(0.040), pytest.approx(0.030))
+        assert job2["oracle"] == pytest.approx({"baseline_cct_s": 0.032, "symphony_cct_s": 0.016,
+                                                "cct_change_pct": -50.0, "bound_s": 0.016})
+    assert s["scaling"]["time"] == 4.0 and s["runs"][0]["job_cct_mean_s"] == pytest.approx({"1": 0.192, "2": 0.040})
+    text = (exp / f"{stamp}-report" / "report.md").read_text()
+    assert "| 2 | 0.0400 | 0.0300 | -25.0 % | -25.0 % | 0.0320 | 0.0160 | -50.0 % | 0.0160 | 0.50 | 0.80 |" in text
+    out = capsys.readouterr().out
+    row = next(line.split() for line in out.splitlines() if line.strip().startswith("2 "))
+    assert row == ["2", "0.040", "0.030", "-25.0", "-", "0.032", "0.016", "-50.0", "0.016", "0.50", "0.80", "-", "-"]
+    # two jobs: no pooled CCT, in the table or the lines under it
+    assert "CCT mean" not in out and "Symphony against baseline" not in out and s["cct_change_pct"] is None
+
+
+def test_the_variants_table_labels_one_jobs_cct_and_gives_none_for_several():
+    row = {"runs_ok": 1, "runs": 1, "cct_mean_s": 4.348, "cct_std_s": 0.1, "run_cct_std_s": 0.0,
+           "cct_change_pct": -3.0, "misalignment_mean": 1.0, "sym_marks_per_run": 3}
+    one = {"variants": {"baseline": row}, "jobs": {"1": {}}, "multi_job": False}
+    head, line = SU.table(one).splitlines()
+    assert head.split("  ")[2] == "job 1 CCT mean s" and "4.348" in line
+    several = {**one, "jobs": {"1": {}, "2": {}}, "multi_job": True}
+    assert "CCT" not in SU.table(several) and "4.348" not in SU.table(several)

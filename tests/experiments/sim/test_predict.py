@@ -12,8 +12,6 @@ import pytest
 import tomli_w
 
 from experiments import config as C
-from experiments import summary as SU
-from experiments.config.scale import Scaling
 from experiments.sim import predict as P
 from tests.harness import REPO
 from topologies.network.links import VIA_TWIN
@@ -61,22 +59,6 @@ def test_the_cache_key_holds_what_decides_a_run(predicted):
     # how many repeats a batch has decides no run: a batch of one finds a batch of four's runs
     four = C.resolve({**json.loads(json.dumps(RAW)), "repeats": 4})
     assert P.tasks(four, [1], VIA_TWIN)[0].key() == a.key()
-
-
-def test_a_scaled_summary_is_in_the_config_units():
-    summ = {"variants": {"baseline": {"cct_mean_s": 8.0, "cct_run_means_s": [8.0, 6.0], "runs": 2,
-                                      "jobs": {"1": {"cct_run_means_s": [4.0, 2.0]}}}},
-            "jobs": {"1": {"baseline_cct_s": 4.0, "oracle": {"bound_s": 2.0, "cct_change_pct": -10.0},
-                           "sim": {"config": {"baseline_cct_s": 1.0}}}},
-            "regime": {"rows": [{"measured": {"baseline": 0.5}}]}}
-    out = SU.in_config_units(summ, Scaling(4.0))
-    assert out["variants"]["baseline"]["cct_mean_s"] == 2.0
-    assert out["variants"]["baseline"]["cct_run_means_s"] == [2.0, 1.5]
-    assert out["variants"]["baseline"]["jobs"]["1"]["cct_run_means_s"] == [1.0, 0.5]
-    assert out["jobs"]["1"]["baseline_cct_s"] == 1.0 and out["jobs"]["1"]["oracle"]["bound_s"] == 0.5
-    assert out["jobs"]["1"]["oracle"]["cct_change_pct"] == -10.0 and out["variants"]["baseline"]["runs"] == 2
-    assert out["jobs"]["1"]["sim"] == summ["jobs"]["1"]["sim"] and out["regime"] == summ["regime"]
-    assert out["scaling"]["time"] == 4.0
 
 
 def test_model_prints_the_simulation_beside_the_oracle(tmp_path):
