@@ -82,7 +82,10 @@ def write_sweep(path: Path, name: str, stamp: str, rows: list[dict], interrupted
         return
     print(f"sweep: {path}")
     for row in rows:
-        print(f"  {row['point']:<30} change {fmt(row['cct_change_pct'], '{:+.1f}')} %")
+        jobs = row.get("jobs") or {}
+        change = (f"{fmt(row['cct_change_pct'], '{:+.1f}')} %" if len(jobs) <= 1 else     # several: each job's
+                  ", ".join(f"job {job} {fmt(j.get('cct_change_pct'), '{:+.1f}')} %" for job, j in jobs.items()))
+        print(f"  {row['point']:<30} change {change}")
 
 
 def run_points(args, points: Scaled | Points, stamp: str | None = None,
