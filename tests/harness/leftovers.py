@@ -15,7 +15,8 @@ import threading
 import time
 from pathlib import Path
 
-from topologies.network.state import STATE_ENV, alive, leftovers
+from tests.harness.procs import carrying
+from topologies.network.state import STATE_ENV, leftovers
 
 POLL_S = 0.01
 
@@ -79,13 +80,4 @@ class LabWatcher:
 
 def marked(lab: str) -> list[int]:
     """Live processes whose environment carries this lab's id."""
-    marker = f"{STATE_ENV}={lab}".encode()
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if marker in (d / "environ").read_bytes().split(b"\0") and alive(int(d.name), None):
-                    out.append(int(d.name))
-            except OSError:
-                continue
-    return out
+    return carrying(STATE_ENV, lab)
