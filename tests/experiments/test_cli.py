@@ -392,3 +392,14 @@ def test_model_simulates_the_deployment_with_the_packets_coarse_asks_for(tmp_pat
             assert f"--coarse: give an integer in 1..64 (packets simulated as one), got {bad}" in err
             assert "\n" not in err
     assert asked == [32, 1]
+
+
+def test_a_sweep_of_two_jobs_prints_each_jobs_change(tmp_path, capsys):
+    """No change pooled over two jobs' iterations: the sweep's table gives each job's."""
+    rows = [{"point": "a", "cct_change_pct": None,
+             "jobs": {"1": {"cct_change_pct": -3.04}, "2": {"cct_change_pct": -29.1}}},
+            {"point": "b", "cct_change_pct": -5.0, "jobs": {"1": {"cct_change_pct": -5.0}}}]
+    cli_run.write_sweep(tmp_path / "s-sweep.json", "sw", "s", rows, False)
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split() == ["a", "change", "job", "1", "-3.0", "%,", "job", "2", "-29.1", "%"]
+    assert out[2].split() == ["b", "change", "-5.0", "%"]
