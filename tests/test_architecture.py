@@ -5,11 +5,17 @@
 contract/ imports nothing of the project; hosts/, topologies/ and analysis/
 import only contract/; experiments/ may import everything.  No module takes
 part in an import cycle, counting imports inside functions too.
+
+engine/, the compiled packet engine (the Python module symphony_engine),
+has a room of its own beside contract/: it imports nothing of the project,
+in Python or from C++, and only experiments/ (experiments/sim composes it)
+imports it.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from tests.harness import REPO
@@ -118,3 +124,33 @@ def test_the_checker_sees_function_local_and_relative_imports(tmp_path):
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
+
+
+ENGINE = REPO / "engine"
+ENGINE_MODULE = "symphony_engine"
+
+
+def _imported_tops(path: Path) -> set[str]:
+    tops = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            tops |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            tops.add((node.module or "").split(".")[0])
+    return tops
+
+
+def test_the_engine_imports_nothing_of_the_project():
+    wrong = [f"{p.relative_to(REPO)} imports {t}" for p in ENGINE.rglob("*.py") if "build" not in p.parts
+             for t in _imported_tops(p) & set(PACKAGES)]
+    # C++ reaches Python modules only through nanobind's module_::import_
+    project = re.compile(r'\bimport_\s*\(\s*"(%s)\b' % "|".join(PACKAGES))
+    wrong += [f"{p.relative_to(REPO)} imports a project module" for p in (ENGINE / "src").iterdir()
+              if project.search(p.read_text())]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_only_experiments_import_the_engine():
+    wrong = [f"{m} imports {ENGINE_MODULE}" for m, p in project_modules().items()
+             if not m.startswith("experiments") and ENGINE_MODULE in _imported_tops(p)]
+    assert not wrong, "\n".join(wrong)
