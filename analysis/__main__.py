@@ -21,6 +21,7 @@ from analysis.report import write_report
 from analysis.synthetic import demo_experiment
 from analysis.trace import rate_table
 from contract import exits
+from contract.files import refusal_of_dir
 
 
 def _one_line_warnings() -> None:
@@ -59,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
             print(d)
         return exits.OK
 
+    why = refusal_of_dir(args.out) if args.out is not None else None
+    if why is not None:             # a system directory, named or through a symlink (contract.files)
+        print(f"analysis: --out {args.out}: {why}", file=sys.stderr)
+        return exits.USAGE
     try:
         report = write_report(args.run_dirs, args.out, args.oracle)
     except ValueError as exc:

@@ -53,3 +53,13 @@ def system_dir(path: Path | str) -> str | None:
     if resolved == Path("/"):
         return "/"
     return next((d for d in SYSTEM_DIRS if resolved.is_relative_to(d)), None)
+
+
+def refusal_of_dir(path: Path | str) -> str | None:
+    """Why no directory is made at `path`, as the end of a one-line refusal
+    (system_dir: it is or lies in a system directory); None where one may be."""
+    where = system_dir(path)
+    if where is None:
+        return None
+    what = "the root directory" if where == "/" else f"inside the system directory {where}"
+    return f"{what}, where the testbed makes no directory: give one of your own"

@@ -15,7 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from contract import exits
-from contract.files import system_dir
+from contract.files import refusal_of_dir
 from experiments import config as C
 from experiments import feasible
 from experiments.sim import confirm as CF
@@ -71,11 +71,10 @@ def own_dir(path: Path, flag: str) -> Path:
         resolved = path.resolve()
     except (OSError, RuntimeError) as exc:        # a symlink loop
         raise Refused(f"{flag} {path}: cannot be resolved ({getattr(exc, 'strerror', None) or exc})") from None
-    where = system_dir(resolved)
-    if where is not None:
+    why = refusal_of_dir(resolved)
+    if why is not None:
         via = "" if resolved == path.absolute() else f" (it resolves to {resolved})"
-        what = "the root directory" if where == "/" else f"inside the system directory {where}"
-        raise Refused(f"{flag} {path}{via}: {what}, where the testbed makes no directory: give one of your own")
+        raise Refused(f"{flag} {path}{via}: {why}")
     return resolved
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.__main__ import main as analysis_main
 from analysis.records import RecordWarning, Run, load_run
 from analysis.report import _title, analyse_run, write_report
 from analysis.synthetic import T0_NS, demo_experiment, ring_times, sawtooth_rates, write_oracle, write_run
@@ -242,3 +243,13 @@ def test_a_scaled_batchs_report_is_in_the_config_units_with_k_said_once(tmp_path
     # metrics.json keeps the run's own clock
     assert json.loads((dirs[0] / "metrics.json").read_text())["summary"]["jobs"]["2"]["cct_mean_s"] == \
         pytest.approx(0.080)
+
+
+def test_a_report_out_in_a_system_directory_is_one_line_and_exit_2(tmp_path, capsys):
+    d = write_run(tmp_path / "one", ring_times(3, 1, 0.010))
+    (tmp_path / "to-proc").symlink_to("/proc")
+    for out in (tmp_path / "to-proc" / "report", "/sys/report"):
+        assert analysis_main(["report", str(d), "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"analysis: --out {out}: inside the system directory /"), err
+    assert not (d / "metrics.json").exists()        # refused before anything was written
