@@ -133,6 +133,42 @@ nb::object payload_of(const Pkt& p) {
     return nb::bytes(reinterpret_cast<const char*>(p.chunk->data()) + off, end - off);
 }
 
+// An endpoint made from Python: its recv_len is a Python callable, held
+// here where the garbage collector can see it (a callable that refers back
+// to the endpoint's owner would otherwise make a cycle it cannot break).
+struct PyEndpoint : Endpoint {
+    nb::object recv_len_fn;
+
+    PyEndpoint(const EndpointConfig& c, nb::object fn, std::shared_ptr<RateControl> rp,
+               std::shared_ptr<NotificationPoint> np)
+        : Endpoint(c, RecvLen{}, std::move(rp), std::move(np)), recv_len_fn(std::move(fn)) {
+        receiver.recv_len = [this](int64_t step) -> std::optional<int64_t> {
+            if (!recv_len_fn.is_valid()) return std::nullopt;
+            nb::object r = recv_len_fn(step);
+            if (r.is_none()) return std::nullopt;
+            return nb::cast<int64_t>(r);
+        };
+    }
+};
+
+int endpoint_traverse(PyObject* self, visitproc visit, void* arg) {
+    Py_VISIT(Py_TYPE(self));
+    if (!nb::inst_ready(self)) return 0;
+    Py_VISIT(nb::inst_ptr<PyEndpoint>(self)->recv_len_fn.ptr());
+    return 0;
+}
+
+int endpoint_clear(PyObject* self) {
+    nb::inst_ptr<PyEndpoint>(self)->recv_len_fn.reset();
+    return 0;
+}
+
+PyType_Slot endpoint_slots[] = {
+    {Py_tp_traverse, reinterpret_cast<void*>(endpoint_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(endpoint_clear)},
+    {0, nullptr},
+};
+
 // --- bindings -----------------------------------------------------------------
 
 void bind_dcqcn(nb::module_& m) {
@@ -226,12 +262,12 @@ void bind_endpoint(nb::module_& m) {
         .def_ro("payload_bytes", &UdpParams::payload_bytes)
         .def_ro("window_packets", &UdpParams::window_packets);
 
-    nb::class_<Endpoint>(m, "Endpoint")
+    nb::class_<PyEndpoint>(m, "Endpoint", nb::type_slots(endpoint_slots))
         .def(
             "__init__",
-            [](Endpoint* t, uint16_t job, uint16_t rank, std::pair<int64_t, nb::object> pred,
+            [](PyEndpoint* t, uint16_t job, uint16_t rank, std::pair<int64_t, nb::object> pred,
                std::pair<int64_t, nb::object> succ, uint16_t data_port, const UdpParams& params,
-               RecvLen recv_len, std::shared_ptr<RateControl> rp, std::shared_ptr<NotificationPoint> np_,
+               nb::object recv_len, std::shared_ptr<RateControl> rp, std::shared_ptr<NotificationPoint> np_,
                int64_t max_ahead, bool keep, nb::object ip) {
                 EndpointConfig c;
                 c.job = job;
@@ -245,21 +281,21 @@ void bind_endpoint(nb::module_& m) {
                 c.params = params;
                 c.max_ahead = max_ahead;
                 c.keep = keep;
-                new (t) Endpoint(c, std::move(recv_len), std::move(rp), std::move(np_));
+                new (t) PyEndpoint(c, std::move(recv_len), std::move(rp), std::move(np_));
             },
             nb::kw_only(), "job"_a, "rank"_a, "pred"_a, "succ"_a, "data_port"_a, "params"_a, "recv_len"_a,
             "rp"_a.none() = nb::none(), "np_"_a.none() = nb::none(), "max_ahead"_a = 64, "keep"_a = true,
             "ip"_a.none() = nb::none())
         // the ring's side
         .def("start_send",
-             [](Endpoint& e, int64_t step, nb::bytes data, double now) {
+             [](PyEndpoint& e, int64_t step, nb::bytes data, double now) {
                  const auto* p = static_cast<const uint8_t*>(data.data());
                  auto chunk = std::make_shared<const std::vector<uint8_t>>(p, p + data.size());
                  e.start_send(step, chunk, int64_t(data.size()), now);
              },
              "step"_a, "payload"_a, "now"_a)
         .def("start_send",
-             [](Endpoint& e, int64_t step, int64_t length, double now) { e.start_send(step, nullptr, length, now); },
+             [](PyEndpoint& e, int64_t step, int64_t length, double now) { e.start_send(step, nullptr, length, now); },
              "step"_a, "length"_a, "now"_a)
         .def("send_done", &Endpoint::send_done, "step"_a)
         .def("sent_all", &Endpoint::sent_all, "step"_a)
@@ -271,7 +307,7 @@ void bind_endpoint(nb::module_& m) {
         // bytes when the receiver keeps data, else the step's length (the
         // Python's Discarded carries only that)
         .def("take",
-             [](Endpoint& e, int64_t step) -> nb::object {
+             [](PyEndpoint& e, int64_t step) -> nb::object {
                  int64_t total = 0;
                  std::vector<uint8_t> buf = e.take(step, &total);
                  if (!e.cfg.keep) return nb::int_(total);
@@ -286,7 +322,7 @@ void bind_endpoint(nb::module_& m) {
         .def("service", &Endpoint::service, "now"_a)
         .def("next_wakeup", &Endpoint::next_wakeup, "now"_a)
         .def("waiting_on",
-             [](const Endpoint& e, int64_t step) {
+             [](const PyEndpoint& e, int64_t step) {
                  WaitingOn w = e.waiting_on(step);
                  nb::dict d;
                  d["waiting_for"] = w.for_data ? "data" : "send";
@@ -299,28 +335,28 @@ void bind_endpoint(nb::module_& m) {
              "step"_a)
         // what it produced, drained (without a hook set in C++, packets wait here)
         .def("drain_out",
-             [](Endpoint& e) {
+             [](PyEndpoint& e) {
                  std::vector<Pkt> out;
                  out.swap(e.io.outbox);
                  return out;
              })
         .def("drain_log",
-             [](Endpoint& e) {
+             [](PyEndpoint& e) {
                  nb::list out;
                  for (const LogRec& r : e.io.log) out.append(log_tuple(r));
                  e.io.log.clear();
                  return out;
              })
-        .def_prop_ro("counters", [](const Endpoint& e) { return counters_dict(e.io.counters); })
+        .def_prop_ro("counters", [](const PyEndpoint& e) { return counters_dict(e.io.counters); })
         .def("lateness",
-             [](const Endpoint& e) {
+             [](const PyEndpoint& e) {
                  nb::dict d;
                  d["pacing"] = lateness_record(e.sender.late_pacing);
                  d["dcqcn_timer"] = lateness_record(e.sender.late_timer);
                  return d;
              })
-        .def_prop_ro("rp", [](const Endpoint& e) { return e.sender.rp; })
-        .def_prop_ro("np", [](const Endpoint& e) { return e.receiver.np; });
+        .def_prop_ro("rp", [](const PyEndpoint& e) { return e.sender.rp; })
+        .def_prop_ro("np", [](const PyEndpoint& e) { return e.receiver.np; });
 
     // what the descriptor's shared vectors hold, for the tests
     m.def("pkt_sack", &sack_int, "pkt"_a);
