@@ -36,6 +36,8 @@ from experiments.jitter import schedule as J
 from experiments.plan import run_plan, wall_deadline_s
 from experiments.sim.run import run_sim
 from experiments.supervise import RunFailed, RunResult
+from experiments.workers import process_pool
+from topologies.network import shield
 
 SIM_CACHE = ".sim-cache"         # under the results root (--out): the figures, by what decides them
 # the deployment's packets per simulated packet in a batch's prediction:
@@ -130,13 +132,15 @@ def progress_lines(total: int, say: Callable[[str], None]) -> Callable[[Task, di
     return progress
 
 
-def run_cached(task: Task, cache: Path) -> dict:
+def run_cached(task: Task, cache: Path, scratch: Path | None = None) -> dict:
+    """The task's figures from the cache, else simulated (its run's records
+    under scratch, default the cache) and cached."""
     path = cache / f"{task.key()}.json"
     try:
         return {**json.loads(path.read_text(encoding="utf-8")), "cached": True}
     except (OSError, ValueError):
         pass
-    out = simulate(task, cache)
+    out = simulate(task, scratch or cache)
     if "error" not in out:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(out), encoding="utf-8")
@@ -172,21 +176,34 @@ def predict(spec: ExperimentSpec, repeats: list[int], via: str, cache: Path, wor
 
 def run_all(todo: list[Task], cache: Path, workers: int | None = None,
             progress: Callable[[Task, dict], None] = lambda t, r: None) -> dict[Task, dict]:
-    """Each task's figures (cached), on worker processes, one per core."""
+    """Each task's figures (cached), on worker processes, one per core
+    (experiments.workers: an interrupt kills them at once)."""
     cache.mkdir(parents=True, exist_ok=True)
     workers = workers or min(len(todo), os.cpu_count() or 1)
+    # the runs' records, removed whatever happens: a killed worker leaves its run's behind
+    scratch = Path(tempfile.mkdtemp(prefix="symsim-", dir=cache))
+    try:
+        return _run_each(todo, cache, scratch, workers, progress)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_each(todo: list[Task], cache: Path, scratch: Path, workers: int,
+              progress: Callable[[Task, dict], None]) -> dict[Task, dict]:
     results: dict[Task, dict] = {}
     if workers <= 1:
-        for t in todo:
-            results[t] = run_cached(t, cache)
-            progress(t, results[t])
+        with shield.during("prediction"):
+            for t in todo:
+                results[t] = run_cached(t, cache, scratch)
+                progress(t, results[t])
         return results
-    with cf.ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(run_cached, t, cache): t for t in todo}
-        for fut in cf.as_completed(futures):
-            t = futures[fut]
-            results[t] = fut.result()
-            progress(t, results[t])
+    with process_pool(workers) as pool:
+        futures = {pool.submit(run_cached, t, cache, scratch): t for t in todo}
+        with shield.during("prediction"):      # (a test signals here: every worker started)
+            for fut in cf.as_completed(futures):
+                t = futures[fut]
+                results[t] = fut.result()
+                progress(t, results[t])
     return results
 
 

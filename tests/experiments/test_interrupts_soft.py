@@ -7,7 +7,8 @@ is the same every time), a second signal while the first is handled, and
 (net: 0 once up), one line naming the signal, no traceback, the run marked
 interrupted, the batch's summary not "running", and nothing of any of its
 labs left: namespaces, interfaces, state files, socket directories,
-processes."""
+processes; signalled in its prediction, none of the simulation's workers
+left and none of their runs finished."""
 
 from __future__ import annotations
 
@@ -22,33 +23,26 @@ from pathlib import Path
 import pytest
 
 from contract import exits
+from experiments.sim.predict import SIM_CACHE
 from tests.harness import REPO
+from tests.harness.configs import TINY
 from tests.harness.leftovers import LabWatcher
+from tests.harness.procs import carrying
 from topologies.network.shield import PHASES, SIGNAL_AT_ENV
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
-# the smallest run: one switch, two ranks, one short iteration
-CONFIG = """name = "tiny"
-variants = ["baseline"]
-[topology]
-kind = "star"
-hosts = 2
-host_rate_mbit = 10
-[[jobs]]
-ranks = 2
-message_bytes = 40000
-iterations = 1
-"""
 RUN_S = 90      # a whole run takes 4-6 s here
 
 
 def run(tmp_path: Path, signal_at: str, *extra: str) -> tuple[subprocess.CompletedProcess, LabWatcher, Path]:
+    """The batch, without its prediction unless signalled there."""
     cfg = tmp_path / "tiny.toml"
-    cfg.write_text(CONFIG)
+    cfg.write_text(TINY)
     out = tmp_path / "out"
+    sim = [] if "prediction:" in signal_at else ["--no-sim"]
     with LabWatcher(tmp_path / "state") as labs:
-        r = subprocess.run([sys.executable, "-m", "experiments", "run", str(cfg), "--no-sim", "--target", "soft",
+        r = subprocess.run([sys.executable, "-m", "experiments", "run", str(cfg), *sim, "--target", "soft",
                             "--out", str(out), *extra], cwd=REPO, capture_output=True, text=True, timeout=RUN_S,
                            env=labs.env(**{SIGNAL_AT_ENV: signal_at}))
     return r, labs, out / "tiny"
@@ -71,7 +65,7 @@ def assert_nothing_left(r: subprocess.CompletedProcess, labs: LabWatcher) -> Non
 # (phase, signal): every phase of a run after the imports (below), SIGINT and SIGTERM in turn
 ONE_SIGNAL = [("startup", "SIGTERM"), ("network", "SIGINT"), ("network", "SIGTERM"), ("agents", "SIGINT"),
               ("running", "SIGTERM"), ("records", "SIGINT"), ("records", "SIGTERM"), ("teardown", "SIGINT"),
-              ("teardown", "SIGTERM"), ("analysis", "SIGTERM")]
+              ("teardown", "SIGTERM"), ("analysis", "SIGTERM"), ("prediction", "SIGINT")]
 
 
 assert {p for p, _ in ONE_SIGNAL} == set(PHASES) - {"imports"}
@@ -86,11 +80,14 @@ def test_a_signal_at_any_phase_leaves_nothing(tmp_path, phase, sig):
     if phase != "startup":
         assert labs.ids, "the run built no network"
         (meta,) = runs(exp)
-        if phase == "analysis":         # the run had ended ok; the analysis was cut short, not the run
+        if phase in ("analysis", "prediction"):     # the run had ended ok; the analysis was cut short, not the run
             assert meta["status"] == "ok"
         else:
             assert meta["status"] == "interrupted" and meta["reason"] == f"interrupted by {sig}", meta["reason"]
     assert summary_status(exp) == ["interrupted"]
+    if phase == "prediction":       # its workers killed at once: none finished a simulated run, none is left
+        assert list((exp.parent / SIM_CACHE).iterdir()) == []
+        assert carrying("SYMPHONY_STATE_DIR", str(labs.state_dir)) == []
 
 
 @pytest.mark.parametrize("signal_at", ["agents:SIGINT,teardown:SIGTERM", "records:SIGTERM,teardown:SIGINT"])
@@ -115,7 +112,7 @@ def test_a_signal_while_the_command_is_imported_is_one_line(tmp_path):
         assert labs.ids == set() and not exp.exists()
 
 
-NET_CONFIG = CONFIG.replace('kind = "star"', 'kind = "dumbbell"')
+NET_CONFIG = TINY.replace('kind = "star"', 'kind = "dumbbell"')
 
 
 def test_net_interrupted_while_it_builds_leaves_nothing(tmp_path):

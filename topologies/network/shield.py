@@ -16,10 +16,11 @@ anything else.
   until its teardown is complete, so a teardown cut short before it could
   hold the signals off (a signal in the very instant it began) is done again
   by the command's last ``stop_live()``.
-- ``phase(name)``: where this process is (``current_phase``: a hang's report
-  says it).  SIGNAL_AT_ENV="<phase>:<SIGNAL>[,<phase>:<SIGNAL>...]" sends
-  the signal to this process as the phase begins (each entry once): the
-  tests stop real runs at each phase with it (PHASES).
+- ``phase(name)``: where this process is (``current_phase``: a hang's
+  report says it); ``during(name)``: a phase within another, for a block.
+  SIGNAL_AT_ENV="<phase>:<SIGNAL>[,<phase>:<SIGNAL>...]" sends the signal
+  to this process as the phase begins (each entry once): the tests stop
+  real runs at each phase with it (PHASES).
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ SIGNAL_AT_ENV = "SYMPHONY_SIGNAL_AT"
 # the phases of `experiments run`, in order: the command's imports, its
 # start-up (handlers installed, nothing built), the network being built,
 # the agents being started, the run (every agent started), the records
-# (agents gone, switches dumped), the teardown (inside it), the analysis
-PHASES = ("imports", "startup", "network", "agents", "running", "records", "teardown", "analysis")
+# (agents gone, switches dumped), the teardown (inside it), the analysis,
+# and within it the prediction (the simulation's workers started)
+PHASES = ("imports", "startup", "network", "agents", "running", "records", "teardown", "analysis", "prediction")
 
 _live: dict[int, Any] = {}
 _started: dict[int, Any] = {}
@@ -140,3 +142,15 @@ def phase(name: str) -> None:
         if at == name and i not in _fired:
             _fired.add(i)
             os.kill(os.getpid(), sig)
+
+
+@contextmanager
+def during(name: str) -> Iterator[None]:
+    """A phase within another (the prediction within the analysis): the
+    one before is the current one again after the block, however it ends."""
+    before = dict(_phase)
+    try:
+        phase(name)
+        yield
+    finally:
+        _phase.update(before)
