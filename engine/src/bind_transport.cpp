@@ -262,7 +262,83 @@ void bind_endpoint(nb::module_& m) {
         .def_ro("payload_bytes", &UdpParams::payload_bytes)
         .def_ro("window_packets", &UdpParams::window_packets);
 
-    nb::class_<PyEndpoint>(m, "Endpoint", nb::type_slots(endpoint_slots))
+    // The endpoint's methods on the C++ class itself, so the world's
+    // bindings take a Python-made endpoint as an Endpoint&; the type made
+    // from Python adds only its constructor and what the GC needs.
+    nb::class_<Endpoint>(m, "EndpointCore")
+        // the ring's side
+        .def("start_send",
+             [](Endpoint& e, int64_t step, nb::bytes data, double now) {
+                 const auto* p = static_cast<const uint8_t*>(data.data());
+                 auto chunk = std::make_shared<const std::vector<uint8_t>>(p, p + data.size());
+                 e.start_send(step, chunk, int64_t(data.size()), now);
+             },
+             "step"_a, "payload"_a, "now"_a)
+        .def("start_send",
+             [](Endpoint& e, int64_t step, int64_t length, double now) { e.start_send(step, nullptr, length, now); },
+             "step"_a, "length"_a, "now"_a)
+        .def("send_done", &Endpoint::send_done, "step"_a)
+        .def("sent_all", &Endpoint::sent_all, "step"_a)
+        .def("finish_send", &Endpoint::finish_send, "step"_a)
+        .def("step_complete", &Endpoint::step_complete, "step"_a)
+        .def("recv_done", &Endpoint::recv_done, "step"_a)
+        .def("reap", &Endpoint::reap)
+        .def("quiet_at", &Endpoint::quiet_at, "since"_a, "idle_s"_a)
+        // bytes when the receiver keeps data, else the step's length (the
+        // Python's Discarded carries only that)
+        .def("take",
+             [](Endpoint& e, int64_t step) -> nb::object {
+                 int64_t total = 0;
+                 std::vector<uint8_t> buf = e.take(step, &total);
+                 if (!e.cfg.keep) return nb::int_(total);
+                 return nb::bytes(reinterpret_cast<const char*>(buf.data()), buf.size());
+             },
+             "step"_a)
+        .def_prop_ro("last_data", &Endpoint::last_data)
+        // packets
+        .def("on_data", &Endpoint::on_data, "pkt"_a, "now"_a)
+        .def("on_ctrl", &Endpoint::on_ctrl, "pkt"_a, "now"_a)
+        // time
+        .def("service", &Endpoint::service, "now"_a)
+        .def("next_wakeup", &Endpoint::next_wakeup, "now"_a)
+        .def("waiting_on",
+             [](const Endpoint& e, int64_t step) {
+                 WaitingOn w = e.waiting_on(step);
+                 nb::dict d;
+                 d["waiting_for"] = w.for_data ? "data" : "send";
+                 d["peer"] = w.peer;
+                 d["peer_ip"] = w.peer_ip;
+                 d["step"] = w.step;
+                 d["what"] = w.what;
+                 return d;
+             },
+             "step"_a)
+        // what it produced, drained (without a hook set in C++, packets wait here)
+        .def("drain_out",
+             [](Endpoint& e) {
+                 std::vector<Pkt> out;
+                 out.swap(e.io.outbox);
+                 return out;
+             })
+        .def("drain_log",
+             [](Endpoint& e) {
+                 nb::list out;
+                 for (const LogRec& r : e.io.log) out.append(log_tuple(r));
+                 e.io.log.clear();
+                 return out;
+             })
+        .def_prop_ro("counters", [](const Endpoint& e) { return counters_dict(e.io.counters); })
+        .def("lateness",
+             [](const Endpoint& e) {
+                 nb::dict d;
+                 d["pacing"] = lateness_record(e.sender.late_pacing);
+                 d["dcqcn_timer"] = lateness_record(e.sender.late_timer);
+                 return d;
+             })
+        .def_prop_ro("rp", [](const Endpoint& e) { return e.sender.rp; })
+        .def_prop_ro("np", [](const Endpoint& e) { return e.receiver.np; });
+
+    nb::class_<PyEndpoint, Endpoint>(m, "Endpoint", nb::type_slots(endpoint_slots))
         .def(
             "__init__",
             [](PyEndpoint* t, uint16_t job, uint16_t rank, std::pair<int64_t, nb::object> pred,
@@ -285,78 +361,7 @@ void bind_endpoint(nb::module_& m) {
             },
             nb::kw_only(), "job"_a, "rank"_a, "pred"_a, "succ"_a, "data_port"_a, "params"_a, "recv_len"_a,
             "rp"_a.none() = nb::none(), "np_"_a.none() = nb::none(), "max_ahead"_a = 64, "keep"_a = true,
-            "ip"_a.none() = nb::none())
-        // the ring's side
-        .def("start_send",
-             [](PyEndpoint& e, int64_t step, nb::bytes data, double now) {
-                 const auto* p = static_cast<const uint8_t*>(data.data());
-                 auto chunk = std::make_shared<const std::vector<uint8_t>>(p, p + data.size());
-                 e.start_send(step, chunk, int64_t(data.size()), now);
-             },
-             "step"_a, "payload"_a, "now"_a)
-        .def("start_send",
-             [](PyEndpoint& e, int64_t step, int64_t length, double now) { e.start_send(step, nullptr, length, now); },
-             "step"_a, "length"_a, "now"_a)
-        .def("send_done", &Endpoint::send_done, "step"_a)
-        .def("sent_all", &Endpoint::sent_all, "step"_a)
-        .def("finish_send", &Endpoint::finish_send, "step"_a)
-        .def("step_complete", &Endpoint::step_complete, "step"_a)
-        .def("recv_done", &Endpoint::recv_done, "step"_a)
-        .def("reap", &Endpoint::reap)
-        .def("quiet_at", &Endpoint::quiet_at, "since"_a, "idle_s"_a)
-        // bytes when the receiver keeps data, else the step's length (the
-        // Python's Discarded carries only that)
-        .def("take",
-             [](PyEndpoint& e, int64_t step) -> nb::object {
-                 int64_t total = 0;
-                 std::vector<uint8_t> buf = e.take(step, &total);
-                 if (!e.cfg.keep) return nb::int_(total);
-                 return nb::bytes(reinterpret_cast<const char*>(buf.data()), buf.size());
-             },
-             "step"_a)
-        .def_prop_ro("last_data", &Endpoint::last_data)
-        // packets
-        .def("on_data", &Endpoint::on_data, "pkt"_a, "now"_a)
-        .def("on_ctrl", &Endpoint::on_ctrl, "pkt"_a, "now"_a)
-        // time
-        .def("service", &Endpoint::service, "now"_a)
-        .def("next_wakeup", &Endpoint::next_wakeup, "now"_a)
-        .def("waiting_on",
-             [](const PyEndpoint& e, int64_t step) {
-                 WaitingOn w = e.waiting_on(step);
-                 nb::dict d;
-                 d["waiting_for"] = w.for_data ? "data" : "send";
-                 d["peer"] = w.peer;
-                 d["peer_ip"] = w.peer_ip;
-                 d["step"] = w.step;
-                 d["what"] = w.what;
-                 return d;
-             },
-             "step"_a)
-        // what it produced, drained (without a hook set in C++, packets wait here)
-        .def("drain_out",
-             [](PyEndpoint& e) {
-                 std::vector<Pkt> out;
-                 out.swap(e.io.outbox);
-                 return out;
-             })
-        .def("drain_log",
-             [](PyEndpoint& e) {
-                 nb::list out;
-                 for (const LogRec& r : e.io.log) out.append(log_tuple(r));
-                 e.io.log.clear();
-                 return out;
-             })
-        .def_prop_ro("counters", [](const PyEndpoint& e) { return counters_dict(e.io.counters); })
-        .def("lateness",
-             [](const PyEndpoint& e) {
-                 nb::dict d;
-                 d["pacing"] = lateness_record(e.sender.late_pacing);
-                 d["dcqcn_timer"] = lateness_record(e.sender.late_timer);
-                 return d;
-             })
-        .def_prop_ro("rp", [](const PyEndpoint& e) { return e.sender.rp; })
-        .def_prop_ro("np", [](const PyEndpoint& e) { return e.receiver.np; });
+            "ip"_a.none() = nb::none());
 
     // what the descriptor's shared vectors hold, for the tests
     m.def("pkt_sack", &sack_int, "pkt"_a);
