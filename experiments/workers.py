@@ -115,7 +115,7 @@ def process_pool(workers: int) -> Iterator[cf.ProcessPoolExecutor]:
             # fork starts every worker on the first submit: here, with the signals blocked
             pool.submit(int)
         yield pool
+        pool.shutdown(wait=True)        # inside: an interrupt while it waits kills them too
     except BaseException:
         kill(pool)
         raise
-    pool.shutdown(wait=True)
