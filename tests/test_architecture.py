@@ -144,7 +144,7 @@ def test_the_engine_imports_nothing_of_the_project():
     wrong = [f"{p.relative_to(REPO)} imports {t}" for p in ENGINE.rglob("*.py") if "build" not in p.parts
              for t in _imported_tops(p) & set(PACKAGES)]
     # C++ reaches Python modules only through nanobind's module_::import_
-    project = re.compile(r'\bimport_\s*\(\s*"(%s)\b' % "|".join(PACKAGES))
+    project = re.compile(r'\bimport_\s*\(\s*"(' + "|".join(PACKAGES) + r')\b')
     wrong += [f"{p.relative_to(REPO)} imports a project module" for p in (ENGINE / "src").iterdir()
               if project.search(p.read_text())]
     assert not wrong, "\n".join(wrong)

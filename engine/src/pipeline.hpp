@@ -29,7 +29,7 @@ constexpr uint32_t W = 64, W_BITS = 6;
 constexpr uint32_t STEP_WINDOW = W, DSCP_STEP_WINDOW = DSCP_TAG_HALF - 1;
 constexpr uint32_t MAX_FLOWS = 1024, MAX_JOBS = 64, STEP_SLOTS = MAX_JOBS * W, NUM_PORTS = 512;
 constexpr uint32_t PROB_ONE = 1u << 16, K_SYM_DEFAULT = 1, GATE_DEFAULT = 0, RUN_MAX = 0xFFFF;
-constexpr uint32_t FORWARD_SIZE = 1024, FLOWS_SIZE = 1024, QUEUE_ECN_SIZE = 256, SYM_ECN_SIZE = 1;
+constexpr uint32_t FORWARD_SIZE = 4096, FLOWS_SIZE = 1024, QUEUE_ECN_SIZE = 256, SYM_ECN_SIZE = 1;
 constexpr uint32_t QDEPTH_BITS = 19, PORT_BITS = 9, QDEPTH_MAX = (1u << QDEPTH_BITS) - 1;
 constexpr uint8_t PROTO_TCP = 6;  // PROTO_UDP: packet.hpp
 

@@ -8,7 +8,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from experiments.config.schema import MAX_LINK_RATE_MBIT, ConfigError
+from experiments.config.schema import (
+    LEAFSPINE_KEYS,
+    MAX_EMULATED_FABRIC_SWITCHES,
+    MAX_EMULATED_HOSTS,
+    MAX_LINK_RATE_MBIT,
+    ConfigError,
+)
 from experiments.config.spec import ExperimentSpec
 from hosts.job import agent_memory_bytes
 
@@ -56,8 +62,18 @@ def emulation_refusal(spec: ExperimentSpec) -> str | None:
     config error names its key); None when it can.  Its switches forward in
     software: a link faster than MAX_LINK_RATE_MBIT would run at what the
     machine manages, not at its rate, and the deadlines derived from the
-    rate would not hold."""
+    rate would not hold; a host is a network namespace and a switch a
+    process here, so a network past MAX_EMULATED_HOSTS hosts or
+    MAX_EMULATED_FABRIC_SWITCHES leaves or spines is the simulation's."""
     t = spec.topology
+    if t.hosts > MAX_EMULATED_HOSTS:
+        return (f"topology.hosts: at most {MAX_EMULATED_HOSTS} for the emulation (a network namespace each), "
+                f"got {t.hosts}; --target sim can")
+    for key in LEAFSPINE_KEYS:
+        n = getattr(t, key, None)
+        if t.kind == "leafspine" and n and n > MAX_EMULATED_FABRIC_SWITCHES:
+            return (f"topology.{key}: at most {MAX_EMULATED_FABRIC_SWITCHES} for the emulation (a switch process "
+                    f"each), got {n}; --target sim can")
     for key in ("host_rate_mbit", "fabric_rate_mbit"):
         rate = getattr(t, key)
         if rate and rate > MAX_LINK_RATE_MBIT:

@@ -30,6 +30,14 @@ DATA_PORT_MAX = 0xC000 - 2     # a job's data and control ports lie below the st
 # faster link would run at what the machine manages, not at its rate, and the
 # deadlines derived from the rate would not hold.
 MAX_LINK_RATE_MBIT = 1000.0
+# hosts and leaves or spines a topology may have: the simulation's (the P4
+# program's forward table holds one entry per host: SYM_FORWARD_SIZE), and
+# the emulation's, whose every host is a network namespace and every
+# switch a process on this machine (experiments.config.machine)
+MAX_HOSTS = 4096
+MAX_FABRIC_SWITCHES = 128
+MAX_EMULATED_HOSTS = 250
+MAX_EMULATED_FABRIC_SWITCHES = 16
 # How deep a config's tables and arrays may nest: the deepest key a config
 # has is three levels down (jobs[i].udp.window_packets, a [sweep] value's
 # array); past this, a document is no config, and the checks that walk it

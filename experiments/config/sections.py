@@ -29,10 +29,10 @@ def topology(raw: Any, derived_depth: int | None = None) -> TopoParams:
     d = S.TOPO_DEFAULTS
     kind = S.string("topology.kind", S.required("topology", t, "kind"), KINDS, "topology")
     out: dict[str, Any] = {"kind": kind}
-    out["hosts"] = S.integer("topology.hosts", S.required("topology", t, "hosts"), lo=2, hi=250)
+    out["hosts"] = S.integer("topology.hosts", S.required("topology", t, "hosts"), lo=2, hi=S.MAX_HOSTS)
     if kind == "leafspine":
         for key in S.LEAFSPINE_KEYS:
-            out[key] = S.integer(f"topology.{key}", t.get(key, d[key]), lo=1, hi=16)
+            out[key] = S.integer(f"topology.{key}", t.get(key, d[key]), lo=1, hi=S.MAX_FABRIC_SWITCHES)
     else:
         for key in S.LEAFSPINE_KEYS:
             if key in t:

@@ -83,7 +83,7 @@
 /* ahead_run saturates here (the register's width) */
 #define SYM_RUN_MAX       0xFFFF
 
-#define SYM_FORWARD_SIZE   1024
+#define SYM_FORWARD_SIZE   4096      /* one /32 per host: the simulation takes 4,096 hosts */
 #define SYM_FLOWS_SIZE     1024
 #define SYM_QUEUE_ECN_SIZE 256
 #define SYM_SYM_ECN_SIZE   1         /* keyless: its default entry only */

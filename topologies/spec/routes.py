@@ -24,7 +24,13 @@ class Hop:
 
 def next_ports(topo: TopoSpec) -> dict[tuple[str, str], int]:
     """(switch, destination host) -> egress port, for every pair; among equal
-    next hops, ports in ascending order, the one at the destination's index."""
+    next hops, ports in ascending order, the one at the destination's index.
+    Worked out once per topology (a cluster's routes are asked for per
+    job and per ring edge); the caller must not change the table."""
+    return topo.memo("next ports", topo.links, lambda: _next_ports(topo))
+
+
+def _next_ports(topo: TopoSpec) -> dict[tuple[str, str], int]:
     table = {}
     for dst in topo.hosts:
         dist = _distances(topo, dst.name)

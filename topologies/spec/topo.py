@@ -92,7 +92,7 @@ class TopoSpec:
         raise KeyError(f"no switch {name!r}")
 
     def is_switch(self, name: str) -> bool:
-        return any(s.name == name for s in self.switches)
+        return name in self.memo("switch names", self.switches, lambda: {s.name for s in self.switches})
 
     def link(self, name: str) -> LinkSpec:
         for link in self.links:
@@ -102,13 +102,27 @@ class TopoSpec:
 
     def ports(self, node: str) -> dict[int, tuple[str, int, LinkSpec]]:
         """port -> (peer node, peer port, link) for one node."""
-        out = {}
-        for link in self.links:
-            if link.node1 == node:
-                out[link.port1] = (link.node2, link.port2, link)
-            elif link.node2 == node:
-                out[link.port2] = (link.node1, link.port1, link)
+        ends = self.memo("ports", self.links, self._port_ends).get(node, ())
+        return {port: (peer, peer_port, self.links[i]) for port, peer, peer_port, i in ends}
+
+    def _port_ends(self) -> dict[str, list[tuple[int, str, int, int]]]:
+        out: dict[str, list[tuple[int, str, int, int]]] = {}
+        for i, link in enumerate(self.links):
+            out.setdefault(link.node1, []).append((link.port1, link.node2, link.port2, i))
+            out.setdefault(link.node2, []).append((link.port2, link.node1, link.port1, i))
         return out
+
+    def memo(self, name: str, of: list, build):
+        """A lookup table over `of`, built once: routes over a cluster ask
+        for ports and switches millions of times, and a scan of every link
+        per question made a 1,024-host config's resolution take minutes.
+        Rebuilt when `of` changes length (the builder appends); a link
+        replaced in place is read fresh (ports keeps its position)."""
+        cache = self.__dict__.setdefault("_indices", {})
+        hit = cache.get(name)
+        if hit is None or hit[0] != len(of):
+            hit = cache[name] = (len(of), build())
+        return hit[1]
 
     def access_switch(self, host: str) -> tuple[str, int]:
         """(switch, switch port) the host hangs off."""

@@ -3,8 +3,16 @@ at once, against what the machine has available."""
 
 import pytest
 
+from contract import p4names
 from experiments import config as C
-from experiments.config.machine import agents_memory_bytes, available_memory_bytes, check_memory
+from experiments.bench.cluster import cluster
+from experiments.config import schema as S
+from experiments.config.machine import (
+    agents_memory_bytes,
+    available_memory_bytes,
+    check_memory,
+    emulation_refusal,
+)
 from hosts.job import AGENT_BASE_BYTES
 
 
@@ -34,3 +42,24 @@ def test_available_memory_is_read_from_the_kernel(tmp_path):
     meminfo.write_text("MemTotal:       24684092 kB\nMemFree:        23758532 kB\nMemAvailable:   24213660 kB\n")
     assert available_memory_bytes(meminfo) == 24213660 * 1024
     assert available_memory_bytes(tmp_path / "absent") > 0       # the physical memory instead
+
+
+
+def test_the_simulation_takes_a_cluster_the_emulation_refuses():
+    spec = C.resolve(cluster(1024))
+    assert spec.topology.hosts == 1024 and spec.topology.leaves == 32
+    assert emulation_refusal(spec) == ("topology.hosts: at most 250 for the emulation (a network namespace "
+                                       "each), got 1024; --target sim can")
+    raw = cluster(128)
+    raw["topology"]["leaves"] = 32
+    assert emulation_refusal(C.resolve(raw)).startswith("topology.leaves: at most 16 for the emulation")
+    assert emulation_refusal(C.resolve(cluster(64))) is None
+
+
+def test_every_host_has_its_own_route_in_the_forward_table():
+    # the control plane installs a /32 per host on every switch
+    assert S.MAX_HOSTS <= p4names.FORWARD_SIZE
+    raw = cluster(64)
+    raw["topology"]["hosts"] = S.MAX_HOSTS + 1
+    with pytest.raises(C.ConfigError, match="topology.hosts"):
+        C.resolve(raw)
