@@ -112,8 +112,8 @@ def parse_args(argv):
                        help="the oracle only, without the simulation at the config's rates and the deployment's")
     model.add_argument("--coarse", type=_coarse, default=PREDICTION_COARSE, metavar="C",
                        help=f"the deployment's simulation with C of its packets as one (default {PREDICTION_COARSE}, "
-                            "a batch's; 1: full packets, which can differ by a few points and cost about 15 times "
-                            "as long: experiments/README.md, \"Coarse packets against finer ones\")")
+                            "a batch's: full packets; C > 1 is faster and can differ by a few points: "
+                            "experiments.bench.sim_coarse measures by how much)")
     for p in (model, check):
         p.add_argument("--out", type=Path, default=Path("results"), metavar="DIR",
                        help="results root whose .sim-cache holds the simulation's figures (default: results)")

@@ -41,23 +41,24 @@ from topologies.network import shield
 
 SIM_CACHE = ".sim-cache"         # under the results root (--out): the figures, by what decides them
 # the deployment's packets per simulated packet in a batch's prediction:
-# within 1.4 points of full packets on the five shipped configs run with them (3.1 on
-# fam_two_spines' large job: experiments/README.md, "Two spines' large job with full packets"),
-# 0.8 of 16 as one on the others (64: up to 7 points off): experiments/README.md,
-# "Coarse packets against finer ones"
-PREDICTION_COARSE = 32
+# full packets, now that the compiled engine carries them at over a million
+# a CPU second (the demo's deployment in half a minute a variant); 32 as one
+# overstated fam_threshold2's victim by 7-11 points (docs/results.md)
+PREDICTION_COARSE = 1
 SOURCE_DIRS = ("contract", "hosts", "topologies", "experiments/sim", "experiments/config", "experiments/jitter",
-               "analysis")
+               "analysis", "engine/src")
+SOURCE_SUFFIXES = (".py", ".cpp", ".hpp")
 REPO = Path(__file__).resolve().parents[2]
 
 
 @functools.cache
 def source_digest() -> str:
-    """A digest of the code a simulated run's figures depend on: a change to
-    any of it makes every cached figure stale."""
+    """A digest of the code a simulated run's figures depend on (the
+    compiled engine's sources too): a change to any of it makes every
+    cached figure stale."""
     h = hashlib.sha256()
     for d in SOURCE_DIRS:
-        for p in sorted((REPO / d).rglob("*.py")):
+        for p in sorted(p for p in (REPO / d).rglob("*") if p.suffix in SOURCE_SUFFIXES):
             h.update(str(p.relative_to(REPO)).encode())
             h.update(p.read_bytes())
     return h.hexdigest()[:16]
