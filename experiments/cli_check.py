@@ -26,8 +26,9 @@ from experiments.config.regime import (
     budget_words,
     wall_time_s,
 )
-from experiments.config.scale import at, rate_words, scale
+from experiments.config.scale import at, deployment_scaling, rate_words, scale
 from experiments.sim import confirm as CF
+from experiments.sim.cost import cost
 from experiments.sim.run import refusal
 from topologies.network.links import VIA_TWIN
 
@@ -41,6 +42,14 @@ def targets(spec: C.ExperimentSpec) -> str:
         if why:
             line += f"; not {name}: {why}"
     return line
+
+
+def simulation_cost(spec: C.ExperimentSpec) -> str:
+    """What one simulated run costs (experiments/sim/cost.py), at the
+    config's rates and at the deployment's scale with full packets."""
+    dep = scale(spec, deployment_scaling(spec))
+    return (f"the simulation, a run: at the config's rates {cost(spec).describe()}; at the deployment's "
+            f"scale {cost(dep).describe()}")
 
 
 def scale_advice(spec: C.ExperimentSpec, auto: AutoScale) -> list[str]:
@@ -92,7 +101,9 @@ def main(args) -> int:
     for _, spec in load(args, machine=True):
         print(tomli_w.dumps(spec.as_dict()), end="")
         auto = auto_scale(spec, rate)
-        for line in [targets(spec), *scale_advice(spec, auto)]:
+        lines = [targets(spec), *([simulation_cost(spec)] if refusal(spec) is None else []),
+                 *scale_advice(spec, auto)]
+        for line in lines:
             say(line)
         confirmed = confirm_scale(spec, auto.k, up_to, args.out, VIA_TWIN, rate) if args.confirm else None
         if confirmed:

@@ -21,8 +21,10 @@ from tqdm import tqdm
 
 from contract import exits
 from experiments import config as C
+from experiments import parallel as P
 from experiments import rundir as R
 from experiments import summary as SU
+from experiments import workers as W
 from experiments.cli_common import (
     NOTE,
     Refused,
@@ -116,20 +118,29 @@ def run_points(args, points: Scaled | Points, stamp: str | None = None,
         bar.update(1)
         say(f"{res.run_dir}: {res.status}" + (f" ({res.reason})" if res.reason else ""))
 
+    # a batch's runs on the simulation go to workers, every point's at once (experiments.parallel); one
+    # worker, or --fail-fast (which must not have run the runs after a failed one), runs them here in turn
+    parallel = args.target == SIM and not args.fail_fast and (W.cluster() is not None or W.local_jobs(total) > 1)
     try:
         signals.install()       # inside: a signal at once still settles the batch's record
-        for label, spec, scaling in points:
-            if signals.interrupted:
+        runners = [Runner(spec, args.out / name / label if label else args.out / name, target=args.target,
+                          fail_fast=args.fail_fast, signals=signals, stamp=stamp, versions=versions, say=say,
+                          scaling=scaling) for label, spec, scaling in points]
+        if parallel:
+            P.run_batch(runners, say, done, signals)
+        in_runs = signals.interrupted       # then each point that ran is finished, as the one under way is
+        for (label, spec, scaling), runner in zip(points, runners, strict=True):
+            if signals.interrupted and not (parallel and in_runs):
                 break
-            exp_dir = args.out / name / label if label else args.out / name
-            runner = Runner(spec, exp_dir, target=args.target, fail_fast=args.fail_fast, signals=signals,
-                            stamp=stamp, versions=versions, say=say, scaling=scaling)
-            runner.run_all(before=lambda rep, variant, label=label: bar.set_postfix_str(
-                f"{label + ' ' if label else ''}rep {rep} {variant}"), after=done)
+            if not parallel:
+                runner.run_all(before=lambda rep, variant, label=label: bar.set_postfix_str(
+                    f"{label + ' ' if label else ''}rep {rep} {variant}"), after=done)
+            elif not runner.results:
+                continue        # none of its runs began (the batch stopped first)
             all_results.extend(runner.results)
             for line in R.mark_lost(runner.results):     # a run whose directory has gone is not ok
                 say(line)
-            summ = SU.finish_point(spec, runner.results, exp_dir, stamp, signals=signals,
+            summ = SU.finish_point(spec, runner.results, runner.exp_dir, stamp, signals=signals,
                                    report=not args.no_report, say=say, scaling=scaling, sim_cache=sim_cache,
                                    scenario=(scenarios or {}).get(label),
                                    confirmation=(confirmations or {}).get(label))
@@ -138,7 +149,7 @@ def run_points(args, points: Scaled | Points, stamp: str | None = None,
                                    "cct_change_pct": summ.get("cct_change_pct"),
                                    **{f"{v}_cct_mean_s": row.get("cct_mean_s") for v, row in summ["variants"].items()},
                                    "jobs": summ.get("jobs", {})})
-            if runner.stopped:
+            if runner.stopped and not parallel:
                 break
     except BaseException:       # an interrupt between two phases: the batch's record does not stay "running"
         R.settle_claim(args.out / name, stamp, "-sweep.json" if points[0][0] is not None else "-summary.json",
@@ -268,7 +279,10 @@ def _factor(text: str) -> float:
 
 
 def main(args) -> int:
-    points = load(args, machine=True)
+    # --deployment runs carry no data and run at another scale: what the
+    # config's own runs would ask of this machine (the agents' memory,
+    # deadlines they are sure to miss) is not what these runs ask
+    points = load(args, machine=not (args.target == SIM and args.deployment))
     if args.rank_by_oracle or args.model_only:
         try:
             points = rank_points(points, args.target)

@@ -21,6 +21,7 @@ from experiments import cli, cli_common, cli_model, cli_run
 from experiments import config as C
 from experiments import network as N
 from experiments import runner as RN
+from experiments.config import machine
 from experiments.config.scale import Scaling, scale
 from tests.harness import REPO
 from topologies.network.names import PREFIX
@@ -403,3 +404,22 @@ def test_a_sweep_of_two_jobs_prints_each_jobs_change(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[1].split() == ["a", "change", "job", "1", "-3.0", "%,", "job", "2", "-29.1", "%"]
     assert out[2].split() == ["b", "change", "-5.0", "%"]
+
+
+def test_a_deployment_simulation_is_not_refused_for_the_memory_its_data_runs_would_need(tmp_path, monkeypatch,
+                                                                                         capsys):
+    # --deployment carries no data: the 1,024-host cluster was refused for
+    # 455 GB its config's own runs would hold
+    path = tmp_path / "big.toml"
+    raw = tomllib.loads((REPO / "experiments/configs/ci4.toml").read_text())
+    raw["jobs"][0]["message_bytes"] = 400_000_000
+    raw["runner"]["run_deadline_s"] = 100_000
+    path.write_text(tomli_w.dumps(raw))
+    monkeypatch.setattr(machine, "available_memory_bytes", lambda: 1 << 30)
+    ran = []
+    monkeypatch.setattr(cli_run, "run_points", lambda args, points, **kw: ran.append(args.deployment) or 0)
+    assert cli.main(["run", str(path), "--target", "sim", "--no-sim", "--out", str(tmp_path / "out")]) == exits.USAGE
+    assert "of memory at once" in capsys.readouterr().err
+    assert cli.main(["run", str(path), "--target", "sim", "--deployment", "--no-sim",
+                     "--out", str(tmp_path / "out")]) == exits.OK
+    assert ran == [True]
