@@ -48,6 +48,13 @@ public:
     void at(double t, Handler* h, uint32_t a = 0, uint32_t b = 0) {
         q_.push(Event{t > now ? t : now, ++seq_, h, a, b});
     }
+    // A place in the schedule's order taken now for an event pushed later
+    // (at_seq): a wire keeps only its first frame's event in the heap, yet
+    // each frame keeps the order it would have had with an event of its own.
+    uint64_t reserve() { return ++seq_; }
+    void at_seq(double t, uint64_t seq, Handler* h, uint32_t a = 0, uint32_t b = 0) {
+        q_.push(Event{t, seq, h, a, b});
+    }
     void stop() { stopped_ = true; }
     size_t pending() const { return q_.size(); }
 

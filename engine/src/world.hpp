@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -25,18 +26,50 @@ struct Node {
     virtual void receive(uint32_t port, Pkt&& pkt) = 0;
 };
 
-// One direction of a link: each frame its own event at its arrival time,
-// as the Python schedules engine.at(t, peer.receive, port, frame).
+// One direction of a link.  A frame arrives at the time the Python gives
+// its own event (engine.at(t, peer.receive, port, frame)) and in the same
+// order among equal times, but only the first frame in flight has an event
+// in the heap: frames on a wire arrive in the order they left, so the next
+// one's event is pushed as the first arrives, with the place in the order
+// it took when it left (Engine::reserve).  A heap of a few events a wire,
+// not one a frame in flight, is what keeps a large network's events cheap.
+// A frame that would overtake one ahead of it (the link's delay cut while
+// frames are in flight) gets an event of its own.
 class Wire : public Handler {
 public:
     Node* peer = nullptr;
     uint32_t peer_port = 0;
 
-    void carry(Engine& engine, double t, Pkt&& pkt) { engine.at(t, this, flight_.put(std::move(pkt))); }
-    void fire(Engine&, uint32_t a, uint32_t) override { peer->receive(peer_port, flight_.take(a)); }
+    void carry(Engine& engine, double t, Pkt&& pkt) {
+        if (t < engine.now) t = engine.now;          // as Engine::at
+        uint64_t seq = engine.reserve();
+        if (!fifo_.empty() && t < fifo_.back().t) {
+            engine.at_seq(t, seq, this, overtaking_.put(std::move(pkt)), OVERTAKING);
+            return;
+        }
+        fifo_.push_back(Flying{t, seq, std::move(pkt)});
+        if (fifo_.size() == 1) engine.at_seq(t, seq, this, 0, FIRST);
+    }
+    void fire(Engine& engine, uint32_t a, uint32_t b) override {
+        if (b == OVERTAKING) {
+            peer->receive(peer_port, overtaking_.take(a));
+            return;
+        }
+        Pkt pkt = std::move(fifo_.front().pkt);
+        fifo_.pop_front();
+        if (!fifo_.empty()) engine.at_seq(fifo_.front().t, fifo_.front().seq, this, 0, FIRST);
+        peer->receive(peer_port, std::move(pkt));
+    }
 
 private:
-    Slab<Pkt> flight_;
+    static constexpr uint32_t FIRST = 0, OVERTAKING = 1;
+    struct Flying {
+        double t;
+        uint64_t seq;
+        Pkt pkt;
+    };
+    std::deque<Flying> fifo_;
+    Slab<Pkt> overtaking_;
 };
 
 // A host's UDP port, taken by a transport (its data or control port).
