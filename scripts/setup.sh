@@ -42,7 +42,8 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv --system-site-packages "$VENV"
 fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -e ".[test]"
+# cluster: dask's distributed, for --workers (docs/cli.md), which the suite tests against a local cluster
+"$VENV/bin/python" -m pip install -q -e ".[test,cluster]"
 # the compiled packet engine: C++17 through scikit-build-core and nanobind
 # (PyPI), in the venv itself rather than pip's throwaway build env, so the
 # build tree kept in engine/build names the same paths and the next
