@@ -1,10 +1,12 @@
 """python3 -m experiments run CONFIG [--target auto|bmv2|soft|sim] [--repeat N] [--seed S]
                                   [--out DIR] [--sweep] [--rank-by-oracle] [--model-only]
-                                  [--fail-fast] [--no-report] [--no-sim]
+                                  [--fail-fast] [--no-report] [--no-sim] [--jobs N | --workers ADDRESS]
                                   [--scale K|auto [--confirm [--confirm-up-to K]]] [--rate R|auto]
                                   [--deployment [--coarse C]]
 python3 -m experiments check CONFIG [--sweep] [--rate R|auto] [--confirm [--confirm-up-to K] [--out DIR]]
+                                    [--jobs N | --workers ADDRESS]
 python3 -m experiments model CONFIG [--json] [--no-sim] [--coarse C] [--repeat N] [--seed S] [--target auto|bmv2|soft]
+                                    [--jobs N | --workers ADDRESS]
 python3 -m experiments net CONFIG [--cli] [--target auto|bmv2|soft] [--baseline] [--run-dir DIR]
 
 Exit codes (contract.exits; experiments/README.md, "Exit codes"): 0 every
@@ -31,6 +33,7 @@ import sys
 from pathlib import Path
 
 from contract import exits
+from experiments import workers as W
 from experiments.cli_common import Refused, own_dir
 from experiments.config.scale import MAX_COARSE
 from experiments.plan import TARGETS
@@ -58,6 +61,17 @@ def _coarse(text: str) -> int:
     if c is None or not 1 <= c <= MAX_COARSE:
         raise argparse.ArgumentTypeError(f"give an integer in 1..{MAX_COARSE} (packets simulated as one), got {text}")
     return c
+
+
+def _jobs(text: str) -> int:
+    """--jobs: worker processes, 1 or more."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"give a number of worker processes, 1 or more (1: this process), got {text}")
+    return n
 
 
 def parse_args(argv):
@@ -129,6 +143,14 @@ def parse_args(argv):
     for p in (run, check, model, net):
         p.error = ap.error
         p.add_argument("config", type=Path)
+    for p in (run, check, model):
+        how = p.add_mutually_exclusive_group()
+        how.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                         help="simulated runs (a batch's on --target sim, its prediction's, --confirm's) on N "
+                              "worker processes (default: one per core; 1: one after another in this process)")
+        how.add_argument("--workers", default=None, metavar="ADDRESS",
+                         help="simulated runs on the workers of the Dask scheduler at ADDRESS (tcp://HOST:PORT; "
+                              "docs/cli.md, \"More than one machine\")")
     for p in (run, model):
         p.add_argument("--target", default="auto", choices=TARGETS)
     net.add_argument("--target", default="auto", choices=SWITCH_TARGETS)
@@ -143,7 +165,8 @@ def main(argv=None) -> int:
         for name, flag in DIRECTORIES:
             if getattr(args, name, None) is not None:
                 setattr(args, name, own_dir(getattr(args, name), flag))
-        return command.main(args)
+        with W.using(getattr(args, "jobs", None), getattr(args, "workers", None)):
+            return command.main(args)
     except Refused as exc:
         print(exits.one_line(exc), file=sys.stderr)
         return exc.code

@@ -9,7 +9,7 @@ analysis.metrics (as for every run), its records then dropped; its figures
 are cached under a key of everything that decides them (the scaled spec,
 the repeat, the variant, the schedule's fallbacks, the simulation's source),
 so a second batch of the same scenario costs nothing.  Runs go to worker
-processes, one per core.  Times are in the config's own units.
+processes, one per core (--jobs N), or to a Dask cluster (--workers).  Times are in the config's own units.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import mean
@@ -36,7 +37,7 @@ from experiments.jitter import schedule as J
 from experiments.plan import run_plan, wall_deadline_s
 from experiments.sim.run import run_sim
 from experiments.supervise import RunFailed, RunResult
-from experiments.workers import process_pool
+from experiments.workers import cluster, local_jobs, process_pool
 from topologies.network import shield
 
 SIM_CACHE = ".sim-cache"         # under the results root (--out): the figures, by what decides them
@@ -91,9 +92,11 @@ def schedule(spec: ExperimentSpec, repeat: int, via: str) -> list[dict]:
     return J.apply_fallbacks(J.make_schedule(spec, repeat), via)[0]
 
 
-def simulate(task: Task, workdir: Path) -> dict:
+def simulate(task: Task, workdir: Path | None = None) -> dict:
     """One simulated run: per job its mean CCT (config units), and the
-    simulation's own figures; {"error": ...} when the run failed."""
+    simulation's own figures; {"error": ...} when the run failed.  Its
+    records go under workdir (default: the machine's temporary directory,
+    as on a Dask worker) and are removed."""
     spec = task.spec
     events = schedule(spec, task.repeat, task.via)
     plan = run_plan(spec, task.variant, task.repeat, netem_ok=True, target="sim")
@@ -133,19 +136,33 @@ def progress_lines(total: int, say: Callable[[str], None]) -> Callable[[Task, di
     return progress
 
 
+def lookup(task: Task, cache: Path) -> dict | None:
+    """The task's figures from the cache, None where it has none."""
+    try:
+        return {**json.loads((cache / f"{task.key()}.json").read_text(encoding="utf-8")), "cached": True}
+    except (OSError, ValueError):
+        return None
+
+
+def store(task: Task, cache: Path, out: dict) -> None:
+    """A simulated run's figures into the cache (whole or not at all); a
+    failed run's are not kept."""
+    if "error" in out:
+        return
+    path = cache / f"{task.key()}.json"
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(out), encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def run_cached(task: Task, cache: Path, scratch: Path | None = None) -> dict:
     """The task's figures from the cache, else simulated (its run's records
     under scratch, default the cache) and cached."""
-    path = cache / f"{task.key()}.json"
-    try:
-        return {**json.loads(path.read_text(encoding="utf-8")), "cached": True}
-    except (OSError, ValueError):
-        pass
+    hit = lookup(task, cache)
+    if hit is not None:
+        return hit
     out = simulate(task, scratch or cache)
-    if "error" not in out:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(out), encoding="utf-8")
-        os.replace(tmp, path)
+    store(task, cache, out)
     return out
 
 
@@ -177,35 +194,55 @@ def predict(spec: ExperimentSpec, repeats: list[int], via: str, cache: Path, wor
 
 def run_all(todo: list[Task], cache: Path, workers: int | None = None,
             progress: Callable[[Task, dict], None] = lambda t, r: None) -> dict[Task, dict]:
-    """Each task's figures (cached), on worker processes, one per core
-    (experiments.workers: an interrupt kills them at once)."""
+    """Each task's figures: from the cache, else simulated on worker
+    processes, one per core (or `workers`, or the command's --jobs), or on
+    the Dask cluster the command was pointed at (experiments.workers: an
+    interrupt kills the local ones at once).  The cache is read and written
+    here, in this process: a remote worker need not see it."""
     cache.mkdir(parents=True, exist_ok=True)
-    workers = workers or min(len(todo), os.cpu_count() or 1)
+    results: dict[Task, dict] = {}
+    misses = []
+    for t in todo:
+        hit = lookup(t, cache)
+        if hit is None:
+            misses.append(t)
+        else:
+            results[t] = hit
+            progress(t, hit)
+    if not misses:
+        return results
     # the runs' records, removed whatever happens: a killed worker leaves its run's behind
     scratch = Path(tempfile.mkdtemp(prefix="symsim-", dir=cache))
     try:
-        return _run_each(todo, cache, scratch, workers, progress)
+        # closed on the way out, whatever ends it: a local pool's workers are killed before scratch goes
+        with closing(_simulate_each(misses, scratch, workers or local_jobs(len(misses)))) as each:
+            for t, out in each:
+                store(t, cache, out)
+                results[t] = out
+                progress(t, out)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    return results
 
 
-def _run_each(todo: list[Task], cache: Path, scratch: Path, workers: int,
-              progress: Callable[[Task, dict], None]) -> dict[Task, dict]:
-    results: dict[Task, dict] = {}
+def _simulate_each(todo: list[Task], scratch: Path, workers: int) -> Iterator[tuple[Task, dict]]:
+    """(task, figures) as each simulated run ends: on the command's Dask
+    cluster, else in this process (one worker) or on a local pool."""
+    remote = cluster()
+    if remote is not None:
+        for t, fut in remote.each(simulate, todo, "prediction"):       # records in each worker's own temp dir
+            yield t, fut.result()
+        return
     if workers <= 1:
         with shield.during("prediction"):
             for t in todo:
-                results[t] = run_cached(t, cache, scratch)
-                progress(t, results[t])
-        return results
+                yield t, simulate(t, scratch)
+        return
     with process_pool(workers) as pool:
-        futures = {pool.submit(run_cached, t, cache, scratch): t for t in todo}
+        futures = {pool.submit(simulate, t, scratch): t for t in todo}
         with shield.during("prediction"):      # (a test signals here: every worker started)
             for fut in cf.as_completed(futures):
-                t = futures[fut]
-                results[t] = fut.result()
-                progress(t, results[t])
-    return results
+                yield futures[fut], fut.result()
 
 
 def job_changes(todo: list[Task], results: dict[Task, dict], name: str) -> dict[str, dict]:
