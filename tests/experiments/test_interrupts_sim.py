@@ -1,8 +1,9 @@
 """Interrupts reach every worker (issue 52): the commands whose simulated
 runs go to worker processes (experiments.workers), interrupted while the
 workers run: a batch in its prediction, a sweep in a point's, `model`,
-`check --confirm` and `run --confirm`; and a run on the simulation target
-(in-process) in the middle of its loop.  Each time: exit 130, a last line
+`check --confirm` and `run --confirm`; and a batch's runs on the
+simulation target in the middle of their loop, in-process (--jobs 1) and on
+workers (the default).  Each time: exit 130, a last line
 naming the signal, no traceback, no worker left (by pid; a marker in the
 environment finds orphans too), what the batch had done kept and marked.
 No root: the simulation needs neither root nor a network."""
@@ -90,10 +91,11 @@ def test_a_batch_interrupted_in_its_prediction_stops_its_workers(tmp_path, sig, 
     assert left_behind(tmp_path) == []
     assert list((out / SIM_CACHE).iterdir()) == []      # no figure, and no killed run's records
     exp = out / "tiny"
-    assert [m["status"] for m in runs(exp)] == ["ok"]   # the run had ended; its batch's analysis was cut short
+    # the runs had ended (a sweep's, every point's, went to the workers at once); the analysis was cut short
+    assert [m["status"] for m in runs(exp)] == ["ok"] * (2 if sweep else 1)
     if sweep:
         assert statuses(exp, "-sweep.json") == ["interrupted"]
-        assert len(list(exp.glob("*/*-summary.json"))) == 1     # the second point never started
+        assert len(list(exp.glob("*/*-summary.json"))) == 1     # the second point was never finished
     else:
         assert statuses(exp, "-summary.json") == ["interrupted"]
 
@@ -130,14 +132,19 @@ def first_iteration_done(exp: Path) -> bool:
     return any('"iter_end"' in p.read_text() for p in exp.glob("*-rep*/agents/rank*.jsonl"))
 
 
-@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
-def test_a_run_on_the_simulation_interrupted_in_its_loop_keeps_its_records(tmp_path, sig):
-    """The simulation runs in the runner's own process: the signal stops
-    its loop, the run is marked interrupted with what it had recorded."""
+@pytest.mark.parametrize("sig, jobs", [("SIGINT", ["--jobs", "1"]), ("SIGTERM", [])], ids=["in-process", "workers"])
+def test_a_run_on_the_simulation_interrupted_in_its_loop_keeps_its_records(tmp_path, sig, jobs):
+    """With --jobs 1 the simulation runs in the runner's own process: the
+    signal stops its loop, the run is marked interrupted with what it had
+    recorded, the second variant never starts.  By default both variants
+    run at once on workers (experiments.parallel): the signal stops each
+    as it would stop the runner's own, each marked so with its records
+    (the reason naming the signal the runner had, not the SIGINT it
+    forwarded), and no worker is left."""
     exp = tmp_path / "out" / "long"
     proc = subprocess.Popen([sys.executable, "-m", "experiments", "run", str(config(tmp_path, LONG)), "--target",
-                             "sim", "--no-sim", "--out", str(tmp_path / "out")], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env(tmp_path))
+                             "sim", "--no-sim", "--out", str(tmp_path / "out"), *jobs], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(tmp_path))
     try:
         deadline = time.monotonic() + START_S
         while not first_iteration_done(exp) and proc.poll() is None and time.monotonic() < deadline:
@@ -150,9 +157,12 @@ def test_a_run_on_the_simulation_interrupted_in_its_loop_keeps_its_records(tmp_p
             proc.kill()
             proc.communicate()
     assert_interrupted(proc, err, f"experiments run: interrupted ({sig})")
-    (meta,) = runs(exp)         # the second variant never started
-    assert meta["status"] == "interrupted" and meta["reason"] == f"interrupted by {sig}", meta
-    run_dir = next(exp.glob("*-rep*"))
-    assert first_iteration_done(exp) and list((run_dir / "switches").glob("*.json"))
-    assert meta["sim"]["events"] > 0            # the simulation's own figures, as far as it got
+    assert left_behind(tmp_path) == []
+    metas = runs(exp)
+    assert len(metas) == (1 if jobs else 2)          # in-process, the second variant never started
+    for meta, run_dir in zip(metas, sorted(exp.glob("*-rep*")), strict=True):
+        assert meta["status"] == "interrupted" and meta["reason"] == f"interrupted by {sig}", meta
+        assert list((run_dir / "switches").glob("*.json"))
+        assert meta["sim"]["events"] > 0            # the simulation's own figures, as far as it got
+    assert first_iteration_done(exp)
     assert statuses(exp, "-summary.json") == ["interrupted"]
