@@ -150,7 +150,7 @@ def parse_args(argv):
                               "worker processes (default: one per core; 1: one after another in this process)")
         how.add_argument("--workers", default=None, metavar="ADDRESS",
                          help="simulated runs on the workers of the Dask scheduler at ADDRESS (tcp://HOST:PORT; "
-                              "docs/cli.md, \"More than one machine\")")
+                              "docs/cli.md, \"Every core, and more than one machine\")")
     for p in (run, model):
         p.add_argument("--target", default="auto", choices=TARGETS)
     net.add_argument("--target", default="auto", choices=SWITCH_TARGETS)
