@@ -195,8 +195,10 @@ def _local(todo: list[RunTask], jobs: int, batch: Batch) -> None:
     unfinished: list[RunTask] = []
     try:
         with W.process_pool(jobs, channel) as pool:
-            futures = {pool.submit(run_here, t): t for t in todo}
-            try:
+            futures: dict[cf.Future, RunTask] = {}
+            try:        # the submits inside: the first runs begin while the last are queued
+                for t in todo:
+                    futures[pool.submit(run_here, t)] = t
                 _gather(futures, set(futures), batch, channel)
             except KeyboardInterrupt:
                 W.interrupt(pool, channel)
