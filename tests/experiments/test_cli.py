@@ -368,8 +368,8 @@ def test_run_warns_where_the_target_cannot_carry_the_batchs_packets(name, target
 
 
 def test_model_simulates_the_deployment_with_the_packets_coarse_asks_for(tmp_path, monkeypatch, capsys):
-    """--coarse C reaches the deployment's simulation (default a batch's 32;
-    1: full packets, which the header says); outside 1..64 a one-line refusal,
+    """--coarse C reaches the deployment's simulation (default a batch's:
+    full packets, which the header says); outside 1..64 a one-line refusal,
     the same for `run`'s --coarse."""
     path = tmp_path / "victim.toml"
     path.write_text(VICTIM)
@@ -381,9 +381,9 @@ def test_model_simulates_the_deployment_with_the_packets_coarse_asks_for(tmp_pat
         return {"scales": {"config": {"jobs": jobs}, "deployment": {"jobs": jobs, "coarse": coarse}}, "runs": []}
     monkeypatch.setattr(cli_model, "predict", fake_predict)
     assert cli.main(["model", str(path)]) == 0
-    assert "(32 of its packets as one)" in capsys.readouterr().out
-    assert cli.main(["model", str(path), "--coarse", "1"]) == 0
-    assert "(full packets)" in capsys.readouterr().out and asked == [32, 1]
+    assert "(full packets)" in capsys.readouterr().out
+    assert cli.main(["model", str(path), "--coarse", "32"]) == 0
+    assert "(32 of its packets as one)" in capsys.readouterr().out and asked == [1, 32]
     for command in ("model", "run"):
         for bad in ("0", "65", "x"):
             with pytest.raises(SystemExit) as exc:
@@ -392,7 +392,7 @@ def test_model_simulates_the_deployment_with_the_packets_coarse_asks_for(tmp_pat
             err = capsys.readouterr().err.strip()
             assert f"--coarse: give an integer in 1..64 (packets simulated as one), got {bad}" in err
             assert "\n" not in err
-    assert asked == [32, 1]
+    assert asked == [1, 32]
 
 
 def test_a_sweep_of_two_jobs_prints_each_jobs_change(tmp_path, capsys):

@@ -82,9 +82,16 @@ def test_the_same_config_and_seed_give_identical_records(tmp_path):
         assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
 
 
+def job_codes(sim: SimRun) -> dict[int, list[int]]:
+    codes = {r.spec.job: [] for r in sim.ranks}
+    for r in sim.ranks:
+        codes[r.spec.job].append(r.code)
+    return codes
+
+
 def test_a_flipped_bit_is_caught_by_the_agents_own_check(tmp_path):
     plan = run_plan(spec(), "baseline", 1, netem_ok=True, target="sim")
-    sim = SimRun(plan, tmp_path)
+    sim = SimRun(plan, tmp_path, engine="python")
     # one data frame of one step gets a bit of its payload flipped on the wire
     h = sim.net.hosts[plan.jobs[0].ranks[1].host]           # a rank of job 1
     receive, flipped = h.receive, []
@@ -101,9 +108,37 @@ def test_a_flipped_bit_is_caught_by_the_agents_own_check(tmp_path):
     sim.run(60.0)
     sim.close()
     assert flipped
-    codes = {r.spec.job: [] for r in sim.ranks}
-    for r in sim.ranks:
-        codes[r.spec.job].append(r.code)
+    codes = job_codes(sim)
+    assert exits.WRONG in codes[1] and set(codes[2]) == {exits.OK}
+
+
+class FlipOnce:
+    """A compiled transport whose first step handed over has a bit flipped:
+    what the compiled engine delivers is checked by the same Rank."""
+
+    def __init__(self, transport):
+        self.transport, self.flipped = transport, False
+
+    def __getattr__(self, name):
+        return getattr(self.transport, name)
+
+    def taken(self):
+        data = self.transport.taken()
+        if not self.flipped and data:
+            data[-1] ^= 1
+            self.flipped = True
+        return data
+
+
+def test_a_bit_flipped_in_the_compiled_engine_is_caught_by_the_agents_own_check(tmp_path):
+    plan = run_plan(spec(), "baseline", 1, netem_ok=True, target="sim")
+    sim = SimRun(plan, tmp_path, engine="compiled")
+    victim = next(r for r in sim.ranks if r.spec.job == 1 and r.rank.rank == 1).rank.tr
+    victim.c = flip = FlipOnce(victim.c)
+    sim.run(60.0)
+    sim.close()
+    assert flip.flipped
+    codes = job_codes(sim)
     assert exits.WRONG in codes[1] and set(codes[2]) == {exits.OK}
 
 
