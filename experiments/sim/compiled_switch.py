@@ -28,15 +28,7 @@ from contract.lateness import Lateness
 from topologies.spec.netem import NetemParams
 from topologies.switch.twin import delayline
 from topologies.switch.twin.core import DIRECTIONS
-from topologies.switch.twin.pipeline import (
-    ETH_LEN,
-    IPV4_LEN,
-    TCP_LEN,
-    UDP_LEN,
-    CounterValue,
-    Pipeline,
-    ipv4_checksum,
-)
+from topologies.switch.twin.pipeline import CounterValue, Pipeline, ipv4_checksum, parse
 from topologies.switch.twin.queues import DEFAULT_DEPTH, EgressQueue
 from topologies.switch.twin.tables import Table, TwinError
 
@@ -77,32 +69,17 @@ def netem_table(p: NetemParams) -> list[int]:
 
 def from_frame(frame: bytes) -> E.Pkt | str:
     """The descriptor of a frame as the twin's parser reads it
-    (pipeline.Pipeline._decide), or the drop reason of one a descriptor
+    (pipeline.parse), or the drop reason of one a descriptor
     cannot carry (truncated, not IPv4, IPv4 options or another version).
     A fragment or another protocol carries proto 0: the parser read no L4
     header.  TTL and routing are the compiled ingress's to judge."""
     n = len(frame)
-    if n < ETH_LEN:
-        return "parser_error"
-    if frame[12] != 0x08 or frame[13] != 0x00:
-        return "not_ipv4"
-    if n < ETH_LEN + IPV4_LEN:
-        return "parser_error"
-    version, ihl = frame[14] >> 4, frame[14] & 0xF
-    frag = ((frame[20] & 0x1F) << 8) | frame[21]
-    proto = 0
-    if version == 4 and ihl == 5 and frag == 0:
-        if frame[23] == 17:
-            if n < ETH_LEN + IPV4_LEN + UDP_LEN:
-                return "parser_error"
-            proto = 17
-        elif frame[23] == 6:
-            if n < ETH_LEN + IPV4_LEN + TCP_LEN:
-                return "parser_error"
-            proto = 6
+    head = parse(frame, n)
+    if type(head) is str:
+        return head
+    udp, tcp = head
+    proto = 17 if udp else 6 if tcp else 0
     ttl = frame[22]
-    if version != 4 or ihl != 5:
-        return "bad_ipv4" if ttl > 1 else "ttl"
     pkt = E.Pkt()
     pkt.src_ip = int.from_bytes(frame[26:30], "big")
     pkt.dst_ip = int.from_bytes(frame[30:34], "big")

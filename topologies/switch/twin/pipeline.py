@@ -78,6 +78,38 @@ def ipv4_checksum(hdr: bytes | bytearray, offset: int = 0) -> int:
     return ~s & 0xFFFF
 
 
+def parse(frame: bytes, n: int) -> str | tuple[bool, bool]:
+    """The P4 parser on a frame's first n bytes: a drop reason
+    (parser_error, not_ipv4; bad_ipv4 or ttl for an IPv4 header other than
+    a version 4 of 20 bytes, as ingress names them), or whether a UDP and
+    a TCP header were parsed (a fragment or another protocol has neither).
+    The twin's ingress and the compiled engine's frame reader
+    (experiments/sim/compiled_switch.from_frame) share it."""
+    if n < ETH_LEN:
+        return "parser_error"
+    if frame[12] != 0x08 or frame[13] != 0x00:
+        return "not_ipv4"
+    if n < ETH_LEN + IPV4_LEN:
+        return "parser_error"
+    vihl = frame[14]
+    version, ihl = vihl >> 4, vihl & 0xF
+    frag = ((frame[20] & 0x1F) << 8) | frame[21]
+    proto = frame[23]
+    udp = tcp = False
+    if version == 4 and ihl == 5 and frag == 0:
+        if proto == 17:
+            if n < ETH_LEN + IPV4_LEN + UDP_LEN:
+                return "parser_error"
+            udp = True
+        elif proto == 6:
+            if n < ETH_LEN + IPV4_LEN + TCP_LEN:
+                return "parser_error"
+            tcp = True
+    if version != 4 or ihl != 5:
+        return "bad_ipv4" if frame[22] > 1 else "ttl"
+    return udp, tcp
+
+
 @dataclass(slots=True)
 class Packet:
     """One packet between ingress and egress: the headers the pipeline may
@@ -240,29 +272,13 @@ class Pipeline:
         parameters or None, the step tag).  Reads only the Ethernet type,
         the IPv4 version, IHL, TOS, fragment offset, TTL, protocol and
         addresses, and the L4 ports (what ``ingress`` keys its decisions by)."""
-        if n < ETH_LEN:
-            return "parser_error"
-        if frame[12] != 0x08 or frame[13] != 0x00:
-            return "not_ipv4"
-        if n < ETH_LEN + IPV4_LEN:
-            return "parser_error"
-        vihl = frame[14]
-        version, ihl = vihl >> 4, vihl & 0xF
-        frag = ((frame[20] & 0x1F) << 8) | frame[21]
-        proto = frame[23]
-        udp = tcp = False
-        if version == 4 and ihl == 5 and frag == 0:
-            if proto == 17:
-                if n < ETH_LEN + IPV4_LEN + UDP_LEN:
-                    return "parser_error"
-                udp = True
-            elif proto == 6:
-                if n < ETH_LEN + IPV4_LEN + TCP_LEN:
-                    return "parser_error"
-                tcp = True
+        head = parse(frame, n)
+        if type(head) is str:
+            return head
+        udp, tcp = head
         ttl = frame[22]
-        if version != 4 or ihl != 5 or ttl <= 1:
-            return "bad_ipv4" if ttl > 1 else "ttl"
+        if ttl <= 1:
+            return "ttl"
         dst = int.from_bytes(frame[30:34], "big")
         entry = self._forward.lookup_lpm(dst)
         if entry is None or entry.action != "ipv4_forward":
@@ -369,4 +385,4 @@ class Pipeline:
         return pkt.egress_port, self.egress(pkt, qdepth), pkt
 
 
-__all__ = ["Pipeline", "Packet", "CounterValue", "TwinError", "after", "ipv4_checksum", "step_move"]
+__all__ = ["Pipeline", "Packet", "CounterValue", "TwinError", "after", "ipv4_checksum", "parse", "step_move"]
