@@ -35,10 +35,6 @@ class VirtualNs:
         return EPOCH_NS + round((self.engine.now if self.at is None else self.at) * 1e9)
 
 
-def virtual_ns(engine: Engine) -> Callable[[], int]:
-    return VirtualNs(engine)
-
-
 class SimRank:
     """One rank on the engine: start() at a time, then the loop's requests
     become events; `code` is its exit code once `done`."""

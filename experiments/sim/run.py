@@ -18,7 +18,7 @@ from contract import exits
 from experiments.jitter.injector import Injector
 from experiments.plan import RunPlan
 from experiments.sim.compiled import DEFAULT_ENGINE, make_engine, network_class
-from experiments.sim.ranks import EPOCH_NS, SimRank, virtual_ns
+from experiments.sim.ranks import EPOCH_NS, SimRank, VirtualNs
 from experiments.supervise import AGENT_GRACE_S, EXIT_MEANINGS, RunFailed, RunResult, agent_error_reason
 
 PROGRESS_S = 10.0          # a long run says how far it got this often (wall seconds)
@@ -64,7 +64,7 @@ class SimRun:
             for r in range(spec.n_ranks):
                 self.ranks.append(SimRank(self.engine, self.net, spec, r, log_dir, data, self._exited))
         self.injector = Injector(self.net, list(plan.schedule), run_dir / "jitter_applied.jsonl",
-                                 clock=self.engine.clock, wall_ns=virtual_ns(self.engine), cross=self.net.cross())
+                                 clock=self.engine.clock, wall_ns=VirtualNs(self.engine), cross=self.net.cross())
         self.running = len(self.ranks)
 
     def _exited(self, rank: SimRank) -> None:
