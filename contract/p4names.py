@@ -14,6 +14,12 @@ Control-plane conventions (the same calls on BMv2 and the twin):
   with TTL <= 1, IPv4 options (ihl != 5), a version other than 4, a parser
   error (truncated header) or no route are dropped, as is every non-IPv4
   frame (hosts use static ARP).
+- ``forward`` under an ECMP routing, for a destination with several
+  equal-cost next hops: ``ecmp_forward(dst_mac, group, sport_mask)`` (the
+  MACs and TTL as ipv4_forward, then the 5-tuple's CRC-32 with the source
+  port masked picks a bucket, contract.ecmp) and ``ecmp_select``:
+  ``table_add("ecmp_select", "ecmp_port", ["0", "17"], ["3"])`` ((group,
+  bucket) -> egress port).
 - ``symphony_flows``: ``table_add("symphony_flows", "track",
   [src_ip, dst_ip, str(dport)], [flow_id, job_slot, n_local, threshold,
   enabled, tcp])``.  The key's port is the UDP or TCP destination port
@@ -45,6 +51,10 @@ from dataclasses import dataclass
 
 # The step tag is contract.tags'; its width and mask functions are re-exported
 # here, beside the other names the control plane and the twin take.
+from contract.ecmp import BUCKET_BITS as ECMP_BUCKET_BITS
+from contract.ecmp import BUCKET_TABLE_SIZE as ECMP_SELECT_SIZE
+from contract.ecmp import BUCKETS as ECMP_BUCKETS
+from contract.ecmp import GROUPS_SIZE as ECMP_GROUPS
 from contract.tags import DSCP_TAG_BITS, DSCP_TAG_MASK, TAG_BITS, TAG_MASK, tag_half
 from contract.tags import TAG_PORT_BASE as TAG_BASE
 from contract.tags import tag_bits as tag_bits
@@ -97,6 +107,10 @@ P4_CONSTANTS = {
     "SYM_FLOWS_SIZE": FLOWS_SIZE,
     "SYM_QUEUE_ECN_SIZE": QUEUE_ECN_SIZE,
     "SYM_SYM_ECN_SIZE": SYM_ECN_SIZE,
+    "SYM_ECMP_BUCKET_BITS": ECMP_BUCKET_BITS,
+    "SYM_ECMP_BUCKETS": ECMP_BUCKETS,
+    "SYM_ECMP_GROUPS": ECMP_GROUPS,
+    "SYM_ECMP_SELECT_SIZE": ECMP_SELECT_SIZE,
     "ETHERTYPE_IPV4": 0x0800,
     "IP_PROTO_TCP": 6,
     "IP_PROTO_UDP": 17,
@@ -144,6 +158,8 @@ COUNTERS = {c.name: c for c in (
 # action -> ((param, width), ...)
 ACTIONS = {
     "ipv4_forward": (("dst_mac", 48), ("port", PORT_BITS)),
+    "ecmp_forward": (("dst_mac", 48), ("group", 8), ("sport_mask", 16)),
+    "ecmp_port": (("port", PORT_BITS),),
     "drop": (),
     "track": (("flow_id", 16), ("job_slot", 8), ("n_local", 8), ("threshold", 16), ("enabled", 1),
               ("tcp", 1)),
@@ -153,7 +169,10 @@ ACTIONS = {
 }
 
 TABLES = {t.name: t for t in (
-    Table("forward", (("hdr.ipv4.dst_addr", "lpm", 32),), ("ipv4_forward", "drop"), "drop", FORWARD_SIZE),
+    Table("forward", (("hdr.ipv4.dst_addr", "lpm", 32),), ("ipv4_forward", "ecmp_forward", "drop"), "drop",
+          FORWARD_SIZE),
+    Table("ecmp_select", (("meta.ecmp_group", "exact", 8), ("meta.ecmp_bucket", "exact", ECMP_BUCKET_BITS)),
+          ("ecmp_port", "drop"), "drop", ECMP_SELECT_SIZE),
     Table("symphony_flows", (("hdr.ipv4.src_addr", "exact", 32), ("hdr.ipv4.dst_addr", "exact", 32),
                              ("meta.l4_dport", "exact", 16)), ("track", "NoAction"), "NoAction", FLOWS_SIZE),
     Table("queue_ecn", (("meta.qdepth", "range", QDEPTH_BITS),), ("queue_mark_prob", "NoAction"), "NoAction",
@@ -163,6 +182,7 @@ TABLES = {t.name: t for t in (
 
 # convenient names for callers
 FORWARD, SYMPHONY_FLOWS, QUEUE_ECN, SYM_ECN = "forward", "symphony_flows", "queue_ecn", "sym_ecn"
+ECMP_SELECT = "ecmp_select"
 FLOW_STEP, STEP_COUNT, FRONTIER, AHEAD_RUN = "flow_step", "step_count", "frontier", "ahead_run"
 PKTS, SYM_MARKS, QUEUE_MARKS, FLOW_QUEUE_MARKS = "pkts", "sym_marks", "queue_marks", "flow_queue_marks"
 STEP_JUMPS = "step_jumps"

@@ -84,6 +84,8 @@ void bind_constants(nb::module_& m) {
     c["FORWARD_SIZE"] = p4::FORWARD_SIZE, c["FLOWS_SIZE"] = p4::FLOWS_SIZE;
     c["QUEUE_ECN_SIZE"] = p4::QUEUE_ECN_SIZE, c["SYM_ECN_SIZE"] = p4::SYM_ECN_SIZE;
     c["QDEPTH_BITS"] = p4::QDEPTH_BITS, c["PORT_BITS"] = p4::PORT_BITS;
+    c["ECMP_BUCKET_BITS"] = p4::ECMP_BUCKET_BITS, c["ECMP_BUCKETS"] = p4::ECMP_BUCKETS;
+    c["ECMP_GROUPS"] = p4::ECMP_GROUPS, c["ECMP_SELECT_SIZE"] = p4::ECMP_GROUPS * p4::ECMP_BUCKETS;
     m.attr("P4_CONSTANTS") = c;
     nb::list regs, ctrs;
     for (const auto& r : p4::REGISTERS) regs.append(nb::make_tuple(r.name, r.width, r.size));
@@ -91,6 +93,11 @@ void bind_constants(nb::module_& m) {
     m.attr("P4_REGISTERS") = regs;
     m.attr("P4_COUNTERS") = ctrs;
     m.attr("CTRL_FRAME_BYTES") = CTRL_FRAME_BYTES;
+    // contract/ecmp.py's hash, for the tests that hold the two to fixed vectors
+    m.def("ecmp_hash", &ecmp_hash, nb::arg("src"), nb::arg("dst"), nb::arg("proto"), nb::arg("sport"),
+          nb::arg("dport"));
+    m.def("ecmp_bucket", &ecmp_bucket, nb::arg("src"), nb::arg("dst"), nb::arg("proto"), nb::arg("sport"),
+          nb::arg("dport"), nb::arg("sport_mask"));
 }
 
 void bind_rng(nb::module_& m) {

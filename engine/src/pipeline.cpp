@@ -8,7 +8,30 @@ namespace sym {
 
 namespace {
 [[noreturn]] void refuse(const std::string& what) { throw std::invalid_argument(what); }
+
+// zlib's CRC-32 table: the reflected polynomial 0xEDB88320
+std::array<uint32_t, 256> crc_table() {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        t[i] = c;
+    }
+    return t;
+}
+const std::array<uint32_t, 256> CRC_TABLE = crc_table();
 }  // namespace
+
+uint32_t ecmp_hash(uint32_t src, uint32_t dst, uint8_t proto, uint16_t sport, uint16_t dport) {
+    const uint8_t bytes[13] = {
+        static_cast<uint8_t>(src >> 24), static_cast<uint8_t>(src >> 16), static_cast<uint8_t>(src >> 8),
+        static_cast<uint8_t>(src), static_cast<uint8_t>(dst >> 24), static_cast<uint8_t>(dst >> 16),
+        static_cast<uint8_t>(dst >> 8), static_cast<uint8_t>(dst), proto, static_cast<uint8_t>(sport >> 8),
+        static_cast<uint8_t>(sport), static_cast<uint8_t>(dport >> 8), static_cast<uint8_t>(dport)};
+    uint32_t c = 0xFFFFFFFFu;
+    for (uint8_t b : bytes) c = CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
 
 Pipeline::Pipeline(const std::vector<uint32_t>& seed_key) : seed_key_(seed_key), rng_(seed_key) { reset(); }
 
@@ -16,6 +39,7 @@ void Pipeline::reset() {
     rng_ = Rng(seed_key_);
     lpm_.clear();
     flows_.clear();
+    ecmp_.assign(p4::ECMP_GROUPS * p4::ECMP_BUCKETS, -1);
     ranges_.clear();
     range_hits_.clear();
     range_order_ = 0;
@@ -33,10 +57,15 @@ void Pipeline::table_add(const std::string& table, const std::string& action, co
         if (keys.size() != 2) refuse("forward: keys are {value, prefix length}");
         const int plen = static_cast<int>(keys[1]);
         if (plen < 0 || plen > 32) refuse("forward: prefix length out of 0..32");
-        Fwd e{action == "ipv4_forward", 0, 0};
-        if (e.forward) {
+        Fwd e{FwdKind::Drop, 0, 0, 0, 0};
+        if (action == "ipv4_forward") {
             if (params.size() != 2) refuse("ipv4_forward: params are {dst_mac, port}");
-            e.dst_mac = params[0], e.port = static_cast<uint16_t>(params[1]);
+            e.kind = FwdKind::Port, e.dst_mac = params[0], e.port = static_cast<uint16_t>(params[1]);
+        } else if (action == "ecmp_forward") {
+            if (params.size() != 3) refuse("ecmp_forward: params are {dst_mac, group, sport_mask}");
+            if (params[1] >= p4::ECMP_GROUPS) refuse("ecmp_forward: group out of range");
+            e.kind = FwdKind::Ecmp, e.dst_mac = params[0], e.group = static_cast<uint8_t>(params[1]);
+            e.sport_mask = static_cast<uint16_t>(params[2]);
         }
         auto it = std::find_if(lpm_.begin(), lpm_.end(), [&](const auto& b) { return b.first == plen; });
         if (it == lpm_.end()) {
@@ -57,6 +86,15 @@ void Pipeline::table_add(const std::string& table, const std::string& action, co
         }
         FlowKey k{static_cast<uint32_t>(keys[0]), static_cast<uint32_t>(keys[1]), static_cast<uint16_t>(keys[2])};
         flows_[k] = t;
+    } else if (table == "ecmp_select") {
+        if (keys.size() != 2) refuse("ecmp_select: keys are {group, bucket}");
+        if (keys[0] >= p4::ECMP_GROUPS || keys[1] >= p4::ECMP_BUCKETS) refuse("ecmp_select: key out of range");
+        int32_t port = -1;
+        if (action == "ecmp_port") {
+            if (params.size() != 1) refuse("ecmp_port: expects 1 param");
+            port = static_cast<int32_t>(params[0]);
+        }
+        ecmp_[keys[0] * p4::ECMP_BUCKETS + keys[1]] = port;
     } else if (table == "queue_ecn") {
         if (keys.size() != 2) refuse("queue_ecn: keys are {lo, hi}");
         int32_t prob = -1;
@@ -88,6 +126,7 @@ void Pipeline::table_set_default(const std::string& table, const std::string& ac
 void Pipeline::table_clear(const std::string& table) {
     if (table == "forward") lpm_.clear();
     else if (table == "symphony_flows") flows_.clear();
+    else if (table == "ecmp_select") std::fill(ecmp_.begin(), ecmp_.end(), -1);
     else if (table == "queue_ecn") ranges_.clear(), range_hits_.clear();
     // sym_ecn has no entries: clearing keeps its default, as tables.py's clear
 }
@@ -157,9 +196,11 @@ Meta Pipeline::ingress(int in_port, Pkt& pkt) {
     Meta meta;
     if (pkt.ttl <= 1) return drop(meta, Drop::Ttl);
     const Fwd* fwd = lookup_lpm(pkt.dst_ip);
-    if (fwd == nullptr || !fwd->forward) return drop(meta, Drop::NoRoute);
+    if (fwd == nullptr || fwd->kind == FwdKind::Drop) return drop(meta, Drop::NoRoute);
+    const int32_t port = egress_of(*fwd, pkt);
+    if (port < 0) return drop(meta, Drop::NoRoute);
     const bool udp = pkt.proto == PROTO_UDP, tcp = pkt.proto == p4::PROTO_TCP;
-    meta.egress_port = fwd->port;
+    meta.egress_port = port;
     meta.dst_mac = fwd->dst_mac;
     pkt.ttl -= 1;
     // candidates: tagged UDP (top two bits of the source port) or TCP (tag in the DSCP)
@@ -171,6 +212,14 @@ Meta Pipeline::ingress(int in_port, Pkt& pkt) {
         }
     }
     return meta;
+}
+
+int32_t Pipeline::egress_of(const Fwd& fwd, const Pkt& pkt) const {
+    // pipeline.py's _ecmp_port: a descriptor without an L4 header carries
+    // proto 0 and ports 0 (from_frame), as meta's l4 ports are then
+    if (fwd.kind == FwdKind::Port) return fwd.port;
+    const uint32_t b = ecmp_bucket(pkt.src_ip, pkt.dst_ip, pkt.proto, pkt.sport, pkt.dport, fwd.sport_mask);
+    return ecmp_[fwd.group * p4::ECMP_BUCKETS + b];
 }
 
 void Pipeline::track(Meta& m, const Track& t, uint32_t step, uint32_t length) {

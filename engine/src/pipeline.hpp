@@ -32,6 +32,8 @@ constexpr uint32_t PROB_ONE = 1u << 16, K_SYM_DEFAULT = 1, GATE_DEFAULT = 0, RUN
 constexpr uint32_t FORWARD_SIZE = 4096, FLOWS_SIZE = 1024, QUEUE_ECN_SIZE = 256, SYM_ECN_SIZE = 1;
 constexpr uint32_t QDEPTH_BITS = 19, PORT_BITS = 9, QDEPTH_MAX = (1u << QDEPTH_BITS) - 1;
 constexpr uint8_t PROTO_TCP = 6;  // PROTO_UDP: packet.hpp
+// contract/ecmp.py: buckets of the 5-tuple's CRC-32, groups of equal-cost ports
+constexpr uint32_t ECMP_BUCKET_BITS = 6, ECMP_BUCKETS = 1u << ECMP_BUCKET_BITS, ECMP_GROUPS = 256;
 
 // per mode (tcp 0 or 1), as pipeline.py's _MASK, _HALF, _WINDOW
 constexpr uint32_t MASK[2] = {TAG_MASK, DSCP_TAG_MASK};
@@ -64,6 +66,15 @@ inline bool after(uint32_t a, uint32_t b, int tcp) {
     return d != 0 && d < p4::HALF[tcp];
 }
 
+// contract/ecmp.py's flow_hash: zlib's CRC-32 of (src, dst, proto, sport,
+// dport), each in network byte order; bucket: its low bits, the source port
+// masked first
+uint32_t ecmp_hash(uint32_t src, uint32_t dst, uint8_t proto, uint16_t sport, uint16_t dport);
+inline uint32_t ecmp_bucket(uint32_t src, uint32_t dst, uint8_t proto, uint16_t sport, uint16_t dport,
+                            uint16_t sport_mask) {
+    return ecmp_hash(src, dst, proto, static_cast<uint16_t>(sport & sport_mask), dport) & (p4::ECMP_BUCKETS - 1);
+}
+
 enum class Move : uint8_t { Old, New, Jump };
 // pipeline.step_move
 inline Move step_move(uint32_t step, uint32_t newest, int tcp) {
@@ -93,7 +104,9 @@ public:
     void reset();                          // as a new Pipeline(seed): every table, register, counter, drop
 
     // --- control plane: already-parsed values (the Python side checked them) ---
-    // forward: keys {value, prefix length}, action ipv4_forward {dst_mac, port} or drop
+    // forward: keys {value, prefix length}, action ipv4_forward {dst_mac, port},
+    //   ecmp_forward {dst_mac, group, sport_mask} or drop
+    // ecmp_select: keys {group, bucket}, action ecmp_port {port} or drop
     // symphony_flows: keys {src, dst, dport}, action track {6 params} or NoAction
     // queue_ecn: keys {lo, hi}, action queue_mark_prob {prob} or NoAction, prio
     void table_add(const std::string& table, const std::string& action, const std::vector<uint64_t>& keys,
@@ -117,7 +130,8 @@ public:
     void egress(Pkt& pkt, Meta& meta, int64_t qdepth);
 
 private:
-    struct Fwd { bool forward; uint64_t dst_mac; uint16_t port; };
+    enum class FwdKind : uint8_t { Drop, Port, Ecmp };
+    struct Fwd { FwdKind kind; uint64_t dst_mac; uint16_t port; uint8_t group; uint16_t sport_mask; };
     struct Track { bool track; uint16_t flow_id; uint8_t job_slot, n_local; uint16_t threshold; uint8_t enabled, tcp; };
     struct Range { int64_t prio; uint32_t lo, hi; uint64_t order; int32_t prob; };  // prob -1: NoAction
     struct FlowKey {
@@ -136,6 +150,7 @@ private:
     // forward (LPM): per prefix length a hash map, longest first
     std::vector<std::pair<int, std::unordered_map<uint32_t, Fwd>>> lpm_;
     std::unordered_map<FlowKey, Track, FlowHash> flows_;
+    std::vector<int32_t> ecmp_;              // group * BUCKETS + bucket -> port, -1: no entry or drop
     std::vector<Range> ranges_;              // by (prio, order): the first match wins
     uint64_t range_order_ = 0;
     std::vector<int32_t> range_hits_;        // depth -> index into ranges_, -1 none, -2 not yet looked up
@@ -147,6 +162,7 @@ private:
     int reg_id(const std::string& name) const;
     int ctr_id(const std::string& name) const;
     const Fwd* lookup_lpm(uint32_t dst) const;
+    int32_t egress_of(const Fwd& fwd, const Pkt& pkt) const;
     uint32_t queue_prob(uint32_t qdepth);
     Meta drop(Meta& meta, Drop reason);
     void track(Meta& meta, const Track& t, uint32_t step, uint32_t length);

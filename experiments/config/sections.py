@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from analysis.regime import REGIME_FACTOR
+from contract.ecmp import ROUTINGS
 from contract.tags import TRANSPORTS
 from experiments.config import schema as S
 from experiments.config.derive import EcnDerived, queue_depth
@@ -46,6 +47,7 @@ def topology(raw: Any, derived_depth: int | None = None) -> TopoParams:
     default_depth = d["queue_depth_pkts"] if derived_depth is None else derived_depth
     out["queue_depth_pkts"] = S.integer("topology.queue_depth_pkts", t.get("queue_depth_pkts", default_depth), lo=1)
     out["control_priority"] = S.boolean("topology.control_priority", t.get("control_priority", d["control_priority"]))
+    out["routing"] = S.string("topology.routing", t.get("routing", d["routing"]), ROUTINGS, "routing")
     return TopoParams(**out)
 
 

@@ -88,6 +88,15 @@
 #define SYM_QUEUE_ECN_SIZE 256
 #define SYM_SYM_ECN_SIZE   1         /* keyless: its default entry only */
 
+/* ECMP (contract/ecmp.py): a bucket is the low SYM_ECMP_BUCKET_BITS of the
+ * 5-tuple's CRC-32; ecmp_select holds every bucket of every group, the
+ * control plane filling bucket b of a group of n ports with port b mod n,
+ * so the data plane takes no modulo */
+#define SYM_ECMP_BUCKET_BITS 6
+#define SYM_ECMP_BUCKETS     64
+#define SYM_ECMP_GROUPS      256
+#define SYM_ECMP_SELECT_SIZE 16384     /* SYM_ECMP_GROUPS * SYM_ECMP_BUCKETS */
+
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8>  IP_PROTO_TCP   = 6;
 const bit<8>  IP_PROTO_UDP   = 17;

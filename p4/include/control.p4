@@ -16,6 +16,8 @@
  *   SymRandom         two 16-bit random numbers
  *   SymLess           a < b for two fields (Tofino's gateways compare a field with
  *                     constants only; T2NA computes b |-| a in a table's action)
+ *   EcmpHash          the ECMP bucket: the low bits of the CRC-32 of (src, dst, L4
+ *                     protocol, source port masked, destination port), contract/ecmp.py
  * Each register is touched once per packet.
  */
 #ifndef _SYM_CONTROL_P4_
@@ -28,6 +30,7 @@ control SymphonyIngress(inout headers_t hdr, inout sym_meta_t meta) {
     PktsCount()       pkts_count;
     StepJumpCount()   step_jumps_count;
     SymLess()         over_threshold;
+    EcmpHash()        ecmp_hash;
 
     action drop() {
         meta.drop = 1;
@@ -42,11 +45,39 @@ control SymphonyIngress(inout headers_t hdr, inout sym_meta_t meta) {
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
     }
 
+    /* A destination with several equal-cost next hops (routing ecmp*): the
+     * MACs and TTL as ipv4_forward, the port left to ecmp_select.  The
+     * source port is masked before the hash: 0xFFFF hashes the step tag too,
+     * 0xC000 (ecmp-flow) leaves its bits out, so a ring flow keeps one path. */
+    action ecmp_forward(mac_addr_t dst_mac, bit<8> group, bit<16> sport_mask) {
+        meta.ecmp = 1;
+        meta.ecmp_group = group;
+        meta.ecmp_sport = meta.l4_sport & sport_mask;
+        hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
+        hdr.ethernet.dst_addr = dst_mac;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+    }
+
     table forward {
         key = { hdr.ipv4.dst_addr: lpm; }
-        actions = { ipv4_forward; drop; }
+        actions = { ipv4_forward; ecmp_forward; drop; }
         default_action = drop();
         size = SYM_FORWARD_SIZE;
+    }
+
+    action ecmp_port(sym_port_t port) {
+        meta.egress_port = port;
+    }
+
+    /* (group, bucket) -> port: bucket b of a group of n ports is port b mod n */
+    table ecmp_select {
+        key = {
+            meta.ecmp_group:  exact;
+            meta.ecmp_bucket: exact;
+        }
+        actions = { ecmp_port; drop; }
+        default_action = drop();
+        size = SYM_ECMP_SELECT_SIZE;
     }
 
     /* tcp: the job's transport, which says where the step tag is (1: the
@@ -90,6 +121,11 @@ control SymphonyIngress(inout headers_t hdr, inout sym_meta_t meta) {
             drop();                                 /* malformed, options, or expired */
         } else if (forward.apply().hit) {
             /* Tofino: a table's hit must be an if by itself (a drop entry hits too) */
+            if (meta.ecmp == 1) {
+                ecmp_hash.apply(hdr.ipv4.src_addr, hdr.ipv4.dst_addr, meta.l4_proto, meta.ecmp_sport,
+                                meta.l4_dport, meta.ecmp_bucket);
+                ecmp_select.apply();
+            }
             if (meta.drop == 0) {
                 /* Candidates: tagged UDP (top two bits of the source port set,
                  * 0xC000 | tag) and TCP (tag in the DSCP).  The entry says the

@@ -8,6 +8,7 @@ typedef bit<9>  sym_port_t;     /* egress port, 9 bits on v1model and Tofino2 */
 typedef bit<16> sym_tag_t;      /* a step tag (14 bits UDP, 6 bits TCP) held in 16 bits */
 typedef bit<19> sym_qdepth_t;   /* enq_qdepth: packets on v1model, 176-byte cells on Tofino2 */
 typedef bit<17> sym_prob_t;     /* probability in units of 2^-16, SYM_PROB_ONE = always */
+typedef bit<6>  sym_ecmp_bucket_t;   /* SYM_ECMP_BUCKET_BITS */
 
 header ethernet_t {
     mac_addr_t dst_addr;
@@ -76,6 +77,16 @@ struct sym_meta_t {
     /* parser: L4 destination port of whichever of UDP/TCP is valid (the
      * symphony_flows key), 0 when neither is */
     bit<16>      l4_dport;
+    /* ... and its protocol and source port, 0 when neither is: what the
+     * ECMP hash reads of L4 (contract/ecmp.py) */
+    bit<8>       l4_proto;
+    bit<16>      l4_sport;
+    /* forward's ecmp_forward: the group, the source port masked for the
+     * hash, the bucket the hash picked */
+    bit<1>       ecmp;
+    bit<8>       ecmp_group;
+    bit<16>      ecmp_sport;
+    sym_ecmp_bucket_t ecmp_bucket;
     /* ingress results */
     bit<1>       drop;
     sym_port_t   egress_port;

@@ -17,6 +17,12 @@ parser SymPacketParser(packet_in pkt, out ethernet_t ethernet, out ipv4_t ipv4, 
                        out sym_meta_t meta) {
     state start {
         meta.l4_dport = 0;
+        meta.l4_proto = 0;
+        meta.l4_sport = 0;
+        meta.ecmp = 0;
+        meta.ecmp_group = 0;
+        meta.ecmp_sport = 0;
+        meta.ecmp_bucket = 0;
         meta.drop = 0;
         meta.egress_port = 0;
         meta.tracked = 0;
@@ -56,12 +62,16 @@ parser SymPacketParser(packet_in pkt, out ethernet_t ethernet, out ipv4_t ipv4, 
     state parse_udp {
         pkt.extract(udp);
         meta.l4_dport = udp.dst_port;
+        meta.l4_proto = IP_PROTO_UDP;
+        meta.l4_sport = udp.src_port;
         transition accept;
     }
 
     state parse_tcp {
         pkt.extract(tcp);
         meta.l4_dport = tcp.dst_port;
+        meta.l4_proto = IP_PROTO_TCP;
+        meta.l4_sport = tcp.src_port;
         transition accept;
     }
 }

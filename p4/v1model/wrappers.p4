@@ -118,6 +118,18 @@ control SymRandom(out bit<16> r_queue, out bit<16> r_sym) {
     }
 }
 
+/* The ECMP bucket: BMv2's crc32 (zlib's CRC-32, behavioral-model's
+ * calculations.cpp) of the fields in order, each in network byte order;
+ * hash() gives base + crc mod max, so max = SYM_ECMP_BUCKETS, a power of
+ * two, is the crc's low bits */
+control EcmpHash(in ipv4_addr_t src, in ipv4_addr_t dst, in bit<8> proto, in bit<16> sport, in bit<16> dport,
+                 out sym_ecmp_bucket_t bucket) {
+    apply {
+        hash(bucket, HashAlgorithm.crc32, (sym_ecmp_bucket_t)0, { src, dst, proto, sport, dport },
+             (bit<32>)SYM_ECMP_BUCKETS);
+    }
+}
+
 /* a < b (fields of at most 32 bits) */
 control SymLess(in bit<32> a, in bit<32> b, out bit<1> lt) {
     apply {

@@ -21,8 +21,9 @@ def test_registers_and_counters_agree_with_p4names():
 
 def test_table_sizes_and_widths_agree_with_p4names():
     c = E.P4_CONSTANTS
-    assert [c["FORWARD_SIZE"], c["FLOWS_SIZE"], c["QUEUE_ECN_SIZE"], c["SYM_ECN_SIZE"]] == \
+    assert [c["FORWARD_SIZE"], c["ECMP_SELECT_SIZE"], c["FLOWS_SIZE"], c["QUEUE_ECN_SIZE"], c["SYM_ECN_SIZE"]] == \
         [t.size for t in N.TABLES.values()]
+    assert c["ECMP_SELECT_SIZE"] == c["ECMP_GROUPS"] * c["ECMP_BUCKETS"] == N.ECMP_SELECT_SIZE
     assert dict(N.ACTIONS["set_sym_ecn"])["k"] == c["QDEPTH_BITS"]
     assert dict(N.ACTIONS["ipv4_forward"])["port"] == c["PORT_BITS"]
     assert 1 << c["PORT_BITS"] == c["NUM_PORTS"]

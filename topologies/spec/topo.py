@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from contract.ecmp import DEFAULT_ROUTING, ROUTINGS
+
 KINDS = ("star", "leafspine", "dumbbell")
 HOST_LINK = "host"
 FABRIC_LINK = "fabric"
@@ -27,7 +29,9 @@ class TopoParams:
     leaves and spines count for leafspine only.  control_priority: control
     frames (ACKs, CNPs) leave every switch port ahead of queued data, as
     BMv2's control-frame queue always lets them (topologies.switch.bmv2);
-    off, the twin's ports are one first-in first-out queue."""
+    off, the twin's ports are one first-in first-out queue.  routing: how a
+    switch picks among equal-cost next hops (contract.ecmp.ROUTINGS; per
+    destination, or a hash of the 5-tuple: docs/ecmp.md)."""
 
     kind: str
     hosts: int
@@ -39,6 +43,7 @@ class TopoParams:
     leaves: int = 2
     spines: int = 1
     control_priority: bool = False
+    routing: str = DEFAULT_ROUTING
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,7 @@ class TopoSpec:
     queue_depth: int                              # packets, every switch egress queue
     params: dict = field(default_factory=dict)    # derived figures: leafspine oversubscription
     control_priority: bool = False                # TopoParams.control_priority
+    routing: str = DEFAULT_ROUTING                # TopoParams.routing
 
     # --- lookups -------------------------------------------------------------
     def host(self, name: str) -> HostSpec:
@@ -176,6 +182,8 @@ def build(p: TopoParams) -> TopoSpec:
     """The topology of a [topology] table."""
     if p.kind not in KINDS:
         raise TopoError(f"topology.kind: expected one of {', '.join(KINDS)}, got {p.kind!r}")
+    if p.routing not in ROUTINGS:
+        raise TopoError(f"topology.routing: expected one of {', '.join(ROUTINGS)}, got {p.routing!r}")
     b = _Builder(p)
     params: dict = {}
     if p.kind == "star":
@@ -200,7 +208,8 @@ def build(p: TopoParams) -> TopoSpec:
             for spine in spines:
                 b.link(leaf, spine, FABRIC_LINK)
         params["oversubscription"] = oversubscription(b, leaves, p.spines)
-    return TopoSpec(p.kind, b.hosts, b.switches, b.links, p.queue_depth_pkts, params, p.control_priority)
+    return TopoSpec(p.kind, b.hosts, b.switches, b.links, p.queue_depth_pkts, params, p.control_priority,
+                    p.routing)
 
 
 def oversubscription(b: _Builder, leaves: list[str], n_spines: int) -> dict[str, float | None]:

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from contract import ecmp
 from contract import p4names as pn
 from contract.files import write_atomic
 from contract.tags import DSCP_TAG_BITS, TAG_BITS, tag_half
 from topologies.spec.placement import PlacedJob
-from topologies.spec.routes import next_ports, route
+from topologies.spec.routes import candidate_ports, next_ports, ring_switches
 from topologies.spec.topo import TopoSpec
 from topologies.switch import program
 from topologies.switch.bmv2 import CTRL_FRAME_BYTES, CTRL_PRIORITY
@@ -90,8 +91,18 @@ def set_port_rate(client, port: int, rate_mbit: float, unit: str = "pps",
 @dataclass(frozen=True)
 class ForwardEntry:
     prefix: str        # "10.0.0.1/32"
-    port: int
+    port: int          # under ECMP with a choice: the per-destination port, for reference
     dst_mac: str
+    group: int | None = None      # ECMP: the group among whose members the hash picks (ecmp_forward)
+    sport_mask: int = 0xFFFF      # ECMP: the source-port bits the hash reads (contract.ecmp.SPORT_MASKS)
+
+
+@dataclass(frozen=True)
+class EcmpEntry:
+    """ecmp_select: (group, bucket) -> egress port, candidates[bucket % n]."""
+    group: int
+    bucket: int
+    port: int
 
 
 @dataclass(frozen=True)
@@ -126,29 +137,65 @@ class SwitchPlan:
     flows: list[FlowEntry]
     queues: list[PortQueue]
     jobs: dict[int, int]            # job id -> job slot at this switch
+    ecmp: list[EcmpEntry] = field(default_factory=list)   # routing ecmp*: the groups' buckets
 
 
 # --- pure computations -----------------------------------------------------
 
 def forward_entries(topo: TopoSpec, table: dict | None = None) -> dict[str, list[ForwardEntry]]:
+    """Per switch, one /32 per host; under an ECMP routing a destination
+    with several equal-cost next hops points at the group of those ports
+    (ecmp_groups), per-destination routing keeps its entries as they were."""
     table = table if table is not None else next_ports(topo)
+    groups = ecmp_groups(topo)
+    mask = ecmp.SPORT_MASKS.get(topo.routing, 0xFFFF)
+    cands = candidate_ports(topo)
     out: dict[str, list[ForwardEntry]] = {s.name: [] for s in topo.switches}
     for (sw, dst), port in sorted(table.items()):
         h = topo.host(dst)
-        out[sw].append(ForwardEntry(f"{h.ip}/32", port, h.mac))
+        group = groups[sw].get(cands[(sw, dst)])
+        out[sw].append(ForwardEntry(f"{h.ip}/32", port, h.mac, group, mask if group is not None else 0xFFFF))
     return out
+
+
+def ecmp_groups(topo: TopoSpec) -> dict[str, dict[tuple[int, ...], int]]:
+    """switch -> {candidate ports: group id}, one group per distinct set of
+    two or more equal-cost ports (a leaf's uplinks: one group for every
+    remote host), ids dense in the sets' order; empty for per-destination
+    routing.  Groups by port set, not per destination, so a leaf holds
+    BUCKETS entries, not BUCKETS per host."""
+    out: dict[str, dict[tuple[int, ...], int]] = {s.name: {} for s in topo.switches}
+    if not ecmp.is_ecmp(topo.routing):
+        return out
+    for (sw, _), ports in sorted(candidate_ports(topo).items()):
+        if len(ports) > 1 and ports not in out[sw]:
+            if len(out[sw]) >= ecmp.GROUPS_SIZE:
+                raise ValueError(f"switch {sw}: more than {ecmp.GROUPS_SIZE} ECMP groups")
+            out[sw][ports] = len(out[sw])
+    return out
+
+
+def ecmp_entries(topo: TopoSpec) -> dict[str, list[EcmpEntry]]:
+    """switch -> ecmp_select's entries: every bucket of every group, bucket
+    b -> the group's ports[b % n] (contract.ecmp.pick)."""
+    return {sw: [EcmpEntry(g, b, ecmp.pick(ports, b)) for ports, g in groups.items() for b in range(ecmp.BUCKETS)]
+            for sw, groups in ecmp_groups(topo).items()}
 
 
 def flows_by_switch(topo: TopoSpec, jobs: Sequence[PlacedJob], table: dict | None = None
                     ) -> dict[str, list[tuple[int, str, str, int]]]:
     """switch -> [(job id, src host, dst host, data port)] of the ring flows
-    whose path crosses it, in job then rank order."""
+    whose path crosses it, in job then rank order.  Under ``ecmp`` a flow's
+    path changes with its step, so a flow is listed at every switch any of
+    its steps may cross (routes.ring_switches), and n_local counts those:
+    at a spine more flows than any one step brings, which is what the
+    issue's Symphony-on-ECMP does (docs/ecmp.md)."""
     table = table if table is not None else next_ports(topo)
     out: dict[str, list] = {s.name: [] for s in topo.switches}
     for job in jobs:
         for src, dst, dport in job.ring_flows():
-            for hop in route(topo, src, dst, table):
-                out[hop.switch].append((job.job, src, dst, dport))
+            for sw in ring_switches(topo, src, dst, dport, table):
+                out[sw].append((job.job, src, dst, dport))
     return out
 
 
@@ -235,7 +282,9 @@ def plan(topo: TopoSpec, jobs: Sequence[PlacedJob], symphony: SymphonyParams,
     fwd = forward_entries(topo, table)
     flows = flow_entries(topo, jobs, symphony, table=table)
     queues = port_queues(topo, packet_bytes)
-    return {s.name: SwitchPlan(s.name, fwd[s.name], flows[s.name][0], queues[s.name], flows[s.name][1])
+    groups = ecmp_entries(topo)
+    return {s.name: SwitchPlan(s.name, fwd[s.name], flows[s.name][0], queues[s.name], flows[s.name][1],
+                               groups[s.name])
             for s in topo.switches}
 
 
@@ -252,7 +301,12 @@ def install(client, plan: SwitchPlan, ecn: EcnParams, symphony: SymphonyParams, 
     set_queue_rate) or "bps" (the twin's set_queue_rate_bps)."""
     _check_unit(rate_unit)
     for e in plan.forward:
-        client.table_add(pn.FORWARD, "ipv4_forward", [e.prefix], [e.dst_mac, str(e.port)])
+        if e.group is None:
+            client.table_add(pn.FORWARD, "ipv4_forward", [e.prefix], [e.dst_mac, str(e.port)])
+        else:
+            client.table_add(pn.FORWARD, "ecmp_forward", [e.prefix], [e.dst_mac, str(e.group), str(e.sport_mask)])
+    for g in plan.ecmp:
+        client.table_add(pn.ECMP_SELECT, "ecmp_port", [str(g.group), str(g.bucket)], [str(g.port)])
     for f in plan.flows:
         program.add_flow(client, f.src_ip, f.dst_ip, f.dport, f.flow_id, f.job_slot, f.n_local, f.threshold,
                          f.enabled, f.tcp)
@@ -285,6 +339,8 @@ def verify_entries(client, plan: SwitchPlan, n_queue_ecn: int | None = None) -> 
     if count is None:
         return
     want_counts = [(pn.FORWARD, len(plan.forward)), (pn.SYMPHONY_FLOWS, len(plan.flows))]
+    if plan.ecmp:
+        want_counts.append((pn.ECMP_SELECT, len(plan.ecmp)))
     if n_queue_ecn is not None:
         want_counts.append((pn.QUEUE_ECN, n_queue_ecn))
     for table, want in want_counts:
@@ -317,10 +373,13 @@ def dump_switch(client, plan: SwitchPlan) -> dict:
     for name in pn.COUNTERS:
         idx = ports if name == pn.QUEUE_MARKS else flow_ids
         counters[name] = {str(i): _cell(client.counter_read(name, i)) for i in idx}
-    return {"registers": registers, "counters": counters,
-            "flows": [dict(f.__dict__) for f in plan.flows],
-            "jobs": {str(job): slot for job, slot in plan.jobs.items()},
-            "queues": [dict(q.__dict__) for q in plan.queues]}
+    out = {"registers": registers, "counters": counters,
+           "flows": [dict(f.__dict__) for f in plan.flows],
+           "jobs": {str(job): slot for job, slot in plan.jobs.items()},
+           "queues": [dict(q.__dict__) for q in plan.queues]}
+    if plan.ecmp:           # per-destination routing's dumps stay as they were
+        out["ecmp"] = [dict(g.__dict__) for g in plan.ecmp]
+    return out
 
 
 def write_dumps(clients: dict, plans: dict[str, SwitchPlan], target: str, out_dir: Path | str) -> dict[str, Path]:

@@ -7,7 +7,8 @@ process around it (topologies/switch/twin/switch.py) adds ports and queues; the
 conformance vectors (p4/tests/) and the property tests drive it directly.
 
 Data path, as p4/include/control.p4:
-  ingress: parse -> drop malformed / non-IPv4 / TTL <= 1 -> forward (LPM) ->
+  ingress: parse -> drop malformed / non-IPv4 / TTL <= 1 -> forward (LPM;
+           ecmp_forward: the 5-tuple's bucket, contract.ecmp, -> ecmp_select) ->
            tagged UDP or TCP? symphony_flows on (src, dst, L4 dport) ->
            the entry's mode matches the protocol? -> pkts, flow_step
            (a new step within the flow's step window; a jump beyond it is
@@ -30,6 +31,7 @@ import struct
 from collections import namedtuple
 from dataclasses import dataclass
 
+from contract import ecmp
 from contract import p4names as N
 from topologies.switch.twin.tables import Table, TwinError
 
@@ -145,6 +147,7 @@ class Pipeline:
         self.counters = {name: [[0, 0] for _ in range(c.size)] for name, c in N.COUNTERS.items()}
         self.drops: dict[str, int] = {}
         self._forward = self.tables[N.FORWARD]
+        self._ecmp = self.tables[N.ECMP_SELECT]
         self._flows = self.tables[N.SYMPHONY_FLOWS]
         self._queue_ecn = self.tables[N.QUEUE_ECN]
         self._sym_ecn = self.tables[N.SYM_ECN]
@@ -281,9 +284,15 @@ class Pipeline:
             return "ttl"
         dst = int.from_bytes(frame[30:34], "big")
         entry = self._forward.lookup_lpm(dst)
-        if entry is None or entry.action != "ipv4_forward":
+        if entry is None or entry.action not in ("ipv4_forward", "ecmp_forward"):
             return "no_route"
-        dst_mac, port = entry.params
+        if entry.action == "ecmp_forward":
+            dst_mac, group, sport_mask = entry.params
+            port = self._ecmp_port(frame, udp or tcp, group, sport_mask)
+            if port is None:
+                return "no_route"
+        else:
+            dst_mac, port = entry.params
         # candidates: tagged UDP (top two bits of the source port) or TCP
         # (tag in the DSCP); both have the destination port at bytes 36-37
         flow, step = None, 0
@@ -295,6 +304,18 @@ class Pipeline:
                 flow = entry.params
                 step = frame[15] >> 2 if tcp else ((frame[34] << 8) | frame[35]) & N.TAG_MASK
         return port, dst_mac.to_bytes(6, "big"), flow, step
+
+    def _ecmp_port(self, frame: bytes, l4: bool, group: int, sport_mask: int) -> int | None:
+        """EcmpHash then ecmp_select: the bucket of the 5-tuple (protocol
+        and ports 0 where the parser read no L4 header, as the parser's
+        meta.l4_* hold them: contract.ecmp), its entry's port; None on a
+        miss (the table's default drops)."""
+        proto, sport, dport = ((frame[23], (frame[34] << 8) | frame[35], (frame[36] << 8) | frame[37]) if l4
+                               else (0, 0, 0))
+        b = ecmp.bucket(int.from_bytes(frame[26:30], "big"), int.from_bytes(frame[30:34], "big"), proto,
+                        sport, dport, sport_mask)
+        entry = self._ecmp.exact.get((group, b))
+        return entry.params[0] if entry is not None and entry.action == "ecmp_port" else None
 
     def _track(self, pkt: Packet, params: tuple, step: int, length: int) -> None:
         flow_id, job_slot, n_local, threshold, enabled, tcp = params
