@@ -16,9 +16,9 @@ from contract import exits
 from experiments import config as C
 from experiments.cli_common import NOTE, confirm_scale, confirm_up_to, load, rate_arg, say
 from experiments.cli_model import MODEL_ERRORS, expected_load
+from experiments.config.budget import EMULATION_TARGETS, packet_budget
 from experiments.config.machine import agents_memory_bytes, emulation_refusal
 from experiments.config.regime import (
-    PACKET_BUDGET_PPS,
     TARGET_NAMES,
     AutoScale,
     auto_rate,
@@ -67,7 +67,7 @@ def scale_advice(spec: C.ExperimentSpec, auto: AutoScale) -> list[str]:
         load = (f"; its agents send about {pps:,.0f} data packets/s: {budget_words(pps)} (this machine's "
                 "budgets: the most the fidelity monitors find ok on 2 cores, experiments/README.md, "
                 "\"Fidelity at scale\")")
-        over = [t for t, budget in PACKET_BUDGET_PPS.items() if pps > budget]
+        over = [t for t in EMULATION_TARGETS if pps > packet_budget(t)]
     except MODEL_ERRORS as exc:
         when = f"unknown (the oracle: {exc})"
     lines.append(f"at K = {auto.k:g}: the agents hold {agents_memory_bytes(scaled) / 1e9:.2f} GB at once; a batch of "
@@ -83,7 +83,7 @@ def scale_advice(spec: C.ExperimentSpec, auto: AutoScale) -> list[str]:
 def rate_advice(spec: C.ExperimentSpec, auto: AutoScale, pps: float, target: str) -> str:
     """What `run --scale auto --rate auto` would pick on `target`, from the
     agents' packets/s at auto's K and rate."""
-    budget = PACKET_BUDGET_PPS[target]
+    budget = packet_budget(target)
     rate = auto_rate(pps, budget, auto.rate)
     try:
         k = f"K = {auto_scale(spec, rate).k:g}"

@@ -37,8 +37,9 @@ from experiments.cli_common import (
     say,
 )
 from experiments.cli_model import MODEL_ERRORS, expected_load, rank_points
+from experiments.config.budget import packet_budget
 from experiments.config.machine import emulation_refusal
-from experiments.config.regime import PACKET_BUDGET_PPS, TARGET_NAMES, auto_rate, auto_scale
+from experiments.config.regime import TARGET_NAMES, auto_rate, auto_scale
 from experiments.config.scale import Scaling, at, deployment_scaling, rate_words, scale
 from experiments.config.spec import job_specs
 from experiments.plan import SIM
@@ -223,7 +224,7 @@ def _rate(args, label: str | None, spec: C.ExperimentSpec) -> float:
         pps = expected_load(scale(spec, at(k)))[1]
     except MODEL_ERRORS as exc:
         raise Refused(f"--rate auto: the oracle cannot estimate the agents' packets/s ({exc}); give a rate") from None
-    budget = PACKET_BUDGET_PPS[target]
+    budget = packet_budget(target)
     rate = auto_rate(pps, budget)
     where = f"{label}: " if label else ""
     say(f"{where}--rate auto: {rate_words(rate)} of the config's link rates, "
@@ -257,7 +258,7 @@ def over_budget(scaled: Scaled, target: str) -> list[str]:
     """A line per point whose agents would send more data packets/s than the
     target carries on this machine: its runs would be fidelity-degraded
     (the budgets: experiments/README.md, "Fidelity at scale")."""
-    budget, lines = PACKET_BUDGET_PPS[target], []
+    budget, lines = packet_budget(target), []
     for label, spec, _ in scaled:
         try:
             pps = expected_load(spec)[1]

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from analysis.regime import VERDICT_RATIOS, describe, verdict
 from experiments.config import derive
+from experiments.config.budget import EMULATION_TARGETS, packet_budget
 from experiments.config.scale import at, rate_words, scale
 from experiments.config.spec import ExperimentSpec, job_specs, step_fraction
 from hosts import dcqcn
@@ -156,18 +157,14 @@ def wall_time_s(oracle_end_s: float, runs: int, per_run_s: float = 10.0) -> floa
 # What this machine carries with every fidelity check ok, per emulation
 # target (experiments/README.md, "Fidelity at scale";
 # experiments/bench/fidelity.py): data packets per second from all agents
-# together, on 2 cores.  Soft: 8 ranks at 10 Mbit/s with 1400-byte packets
-# (7,100/s) were ok, 16 (14,300/s) were not; with 4 KB packets 16 ranks
-# (4,900/s) were.  BMv2 (simple_switch 1.15.5, built -O2; 2026-11-27): 4 ranks
-# at 2.5 Mbit/s (839/s) were ok at 0.93 of the bandwidth bound, 8 ranks at
-# 2.5 (1,154/s) were not (0.64), and at 10 Mbit/s 4 or 8 ranks got no more
-# than 1,540-1,560/s through (0.21-0.43 of the bound).
-PACKET_BUDGET_PPS = {"soft": 10_000, "bmv2": 1_000}
+# together, on 2 cores: experiments.config.budget.packet_budget, BMv2's per
+# build.  Soft: 8 ranks at 10 Mbit/s with 1400-byte packets (7,100/s) were
+# ok, 16 (14,300/s) were not; with 4 KB packets 16 ranks (4,900/s) were.
 TARGET_NAMES = {"soft": "the soft target", "bmv2": "BMv2"}
 
 
 # the rates --rate auto tries, fastest first: the first whose agents stay
-# within the target's budget (PACKET_BUDGET_PPS)
+# within the target's budget (budget.packet_budget)
 RATE_LADDER = (1, 1 / 2, 1 / 3, 1 / 4, 1 / 5, 1 / 6, 1 / 8, 1 / 10, 1 / 15, 1 / 20)
 
 
@@ -183,8 +180,9 @@ def auto_rate(pps: float, budget: float, rate: float = 1.0) -> float:
 def budget_words(pps: float) -> str:
     """Where a run's data packets per second stand against each emulation
     target's budget, in words."""
+    budgets = {t: packet_budget(t) for t in EMULATION_TARGETS}
     return ", ".join(f"{'within' if pps <= budget else 'over'} {TARGET_NAMES[t]}'s {budget:,}"
-                     for t, budget in PACKET_BUDGET_PPS.items())
+                     for t, budget in budgets.items())
 
 
 def data_packets(spec: ExperimentSpec) -> int:

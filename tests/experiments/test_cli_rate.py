@@ -16,7 +16,8 @@ from experiments import cli_run
 from experiments import config as C
 from experiments.cli_common import Refused, rate_arg
 from experiments.cli_model import expected_load
-from experiments.config.regime import PACKET_BUDGET_PPS, RATE_LADDER, auto_rate, auto_scale
+from experiments.config.budget import packet_budget
+from experiments.config.regime import RATE_LADDER, auto_rate, auto_scale
 from experiments.config.scale import at, scale
 from experiments.sim import confirm as CF
 from experiments.sim import predict as P
@@ -59,7 +60,7 @@ def test_the_agents_packets_go_as_the_rate():
     demo = C.load(DEMO)
     full = expected_load(scale(demo, at(50.0, 1.0)))[1]
     half = expected_load(scale(demo, at(50.0, 0.5)))[1]
-    assert full > PACKET_BUDGET_PPS["bmv2"] >= half
+    assert full > packet_budget("bmv2") >= half
     assert half == pytest.approx(full / 2, rel=0.05) and half <= full / 2
 
 

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from experiments import config as C
-from experiments.config.regime import LADDER, PACKET_BUDGET_PPS, auto_scale, budget_words, predicted
+from experiments.config.budget import packet_budget
+from experiments.config.regime import LADDER, auto_scale, budget_words, predicted
 from experiments.config.scale import Scaling, scale
 from experiments.config.spec import job_specs, scenario_step_s
 from hosts import dcqcn
@@ -73,7 +74,7 @@ def test_a_step_the_timers_are_pinned_to_keeps_the_periods_out_whatever_k():
 
 
 def test_a_packet_rate_is_judged_against_each_emulation_targets_budget():
-    soft, bmv2 = PACKET_BUDGET_PPS["soft"], PACKET_BUDGET_PPS["bmv2"]
+    soft, bmv2 = packet_budget("soft"), packet_budget("bmv2")
     assert bmv2 < soft
     assert budget_words(bmv2) == f"within the soft target's {soft:,}, within BMv2's {bmv2:,}"
     assert budget_words((bmv2 + soft) / 2) == f"within the soft target's {soft:,}, over BMv2's {bmv2:,}"
