@@ -1,4 +1,4 @@
-"""Forwarding rate of BMv2: python3 -m experiments.bench.bmv2 [--duration S] [--size BYTES]
+"""Forwarding rate of BMv2: python3 -m experiments.bench.bmv2 [--duration S] [--size BYTES] [--simple-switch PATH]...
 
 The twin's benchmark (experiments.bench.twin) with simple_switch in the
 twin's place: two namespaces joined only through one simple_switch running
@@ -12,6 +12,14 @@ itself forwards: packets out of its port towards the sink (the interface's
 tx counter) per second of wall time, and per second of simple_switch's own
 CPU time (user + system of all its threads, from /proc), next to how many
 the tracked flow's `pkts` counter saw in ingress.  Needs root and BMv2.
+
+--simple-switch PATH (repeatable) measures each given build in turn in the
+same run, e.g. the performance and the package build of
+scripts/build-p4-toolchain.sh: `--simple-switch /usr/local --simple-switch
+/opt/symphony-bmv2-package` (a prefix means its bin/simple_switch).  Each
+is named by its build (experiments.config.budget.build_of: the build
+script's record, or a probe of the binary).  Default: the simple_switch on
+the PATH.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -33,6 +42,7 @@ from experiments.bench.twin import (
     forwarding_figures,
     forwarding_options,
 )
+from experiments.config.budget import build_of
 from topologies.network.lab import Lab
 from topologies.network.shell import stop_child
 from topologies.switch import program as S
@@ -74,15 +84,17 @@ def tx_packets(ifname: str) -> int:
         return int(f.read())
 
 
-def run(duration: float, size: int, log_level: str = "warn", offered_pps: float = 0) -> dict:
-    """offered_pps: the sender's rate (0: as fast as it can, as the twin's bench)."""
+def run(duration: float, size: int, log_level: str = "warn", offered_pps: float = 0,
+        simple_switch: str = "simple_switch") -> dict:
+    """offered_pps: the sender's rate (0: as fast as it can, as the twin's bench);
+    simple_switch: the binary to measure."""
     lab = Lab(2, bridge=False)
     proc = None
     ipc = f"/tmp/sym{lab.id}bench-notifications.ipc"
     try:
         thrift = free_tcp_port()
         args = simple_switch_command(thrift, {i + 1: h.root_if for i, h in enumerate(lab.hosts)}, str(BMV2_JSON),
-                                     ipc, options=("--log-console", "--log-level", log_level))
+                                     ipc, options=("--log-console", "--log-level", log_level), binary=simple_switch)
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         client = Bmv2Client.connect(thrift, "bench", str(BMV2_JSON), proc=proc)
         h0, h1 = lab.hosts
@@ -126,15 +138,52 @@ def run(duration: float, size: int, log_level: str = "warn", offered_pps: float 
             os.unlink(ipc)
 
 
-def main(argv: list[str] | None = None) -> int:
+def simple_switch_path(text: str) -> str:
+    """--simple-switch: a simple_switch binary, or a prefix holding bin/simple_switch."""
+    path = os.path.join(text, "bin", "simple_switch") if os.path.isdir(text) else text
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise argparse.ArgumentTypeError(f"no simple_switch program at {path}")
+    return os.path.abspath(path)
+
+
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python3 -m experiments.bench.bmv2", description=__doc__.splitlines()[0])
     forwarding_options(ap)
     ap.add_argument("--log-level", default="warn", choices=["trace", "debug", "info", "warn", "error", "off"],
                     help="simple_switch's log level (default warn, as the testbed runs it)")
     ap.add_argument("--offered", type=float, default=0, metavar="PPS",
                     help="send at this many packets/s instead of as fast as possible (default 0)")
+    ap.add_argument("--simple-switch", type=simple_switch_path, action="append", default=[], metavar="PATH",
+                    dest="simple_switch",
+                    help="a simple_switch, or a prefix with bin/simple_switch, to measure; repeatable: each is "
+                         "measured in turn, in the order given (default: the simple_switch on the PATH)")
+    return ap
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = parser()
     args = ap.parse_args(argv)
     check_forwarding_options(ap, args)
+    if not 0 <= args.offered <= 1e6:
+        ap.error("--offered must be in 0..1e6 packets/s")
+    if len(set(args.simple_switch)) != len(args.simple_switch):
+        ap.error("--simple-switch: the same simple_switch twice")
+    return args
+
+
+def report(r: dict) -> None:
+    print(f"{r['simple_switch']}: {r['build']}")
+    print(f"  simple_switch forwarding, {r['packet_bytes']}-byte packets, {r['duration_s']} s, "
+          f"log level {r['log_level']}, load {r['load_avg_1m']:.2f}:")
+    offered = f" at {r['offered_pps']} pkt/s" if r["offered_pps"] else ""
+    print(f"  sent {r['sent']}{offered}, forwarded {r['forwarded']} ({r['pps_wall']} pkt/s wall, "
+          f"{r['mbit_s_wall']} Mbit/s)")
+    print(f"  simple_switch CPU {r['switch_cpu_s']} s ({r['switch_cpu_share']:.0%} of a core)")
+    print(f"  => {r['pps_per_core']} packets/s per core")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
     if os.geteuid() != 0:
         print("bmv2 bench: needs root (network namespaces)", file=sys.stderr)
         return 2
@@ -146,19 +195,21 @@ def main(argv: list[str] | None = None) -> int:
     if stale:
         print(f"bmv2 bench: {stale}", file=sys.stderr)
         return 2
-    if not 0 <= args.offered <= 1e6:
-        ap.error("--offered must be in 0..1e6 packets/s")
-    r = run(args.duration, args.size, args.log_level, args.offered)
+    binaries = args.simple_switch or [shutil.which("simple_switch")]
+    results = []
+    for binary in binaries:
+        build = build_of(binary)
+        r = run(args.duration, args.size, args.log_level, args.offered, simple_switch=binary)
+        results.append({**r, "simple_switch": binary, "build": build.describe(), "flavour": build.flavour})
     if args.json:
-        print(json.dumps(r))
-    else:
-        print(f"simple_switch forwarding, {r['packet_bytes']}-byte packets, {r['duration_s']} s, "
-              f"log level {r['log_level']}, load {r['load_avg_1m']:.2f}:")
-        offered = f" at {r['offered_pps']} pkt/s" if r["offered_pps"] else ""
-        print(f"  sent {r['sent']}{offered}, forwarded {r['forwarded']} ({r['pps_wall']} pkt/s wall, "
-              f"{r['mbit_s_wall']} Mbit/s)")
-        print(f"  simple_switch CPU {r['switch_cpu_s']} s ({r['switch_cpu_share']:.0%} of a core)")
-        print(f"  => {r['pps_per_core']} packets/s per core")
+        print(json.dumps(results[0] if len(results) == 1 else results))
+        return 0
+    for r in results:
+        report(r)
+    if len(results) > 1:
+        print("side by side, packets/s per core:")
+        for r in results:
+            print(f"  {r['pps_per_core']:>8} {r['flavour']:<11} {r['simple_switch']}")
     return 0
 
 

@@ -105,6 +105,17 @@ def probe_flavour(simple_switch: str) -> str:
     return "package" if not (elog_off or macros_off) else "unknown"
 
 
+def build_of(simple_switch: str) -> Bmv2Build:
+    """The build of this simple_switch, from its prefix's record or the probe
+    (steps 2 and 3 of the module docstring; experiments.bench.bmv2 names each
+    build it measures with it)."""
+    recorded = record_flavour(simple_switch)
+    if recorded:
+        return Bmv2Build(recorded, f"recorded in {Path(os.path.realpath(simple_switch)).parent.parent / RECORD}",
+                         simple_switch)
+    return Bmv2Build(probe_flavour(simple_switch), f"probed {simple_switch}", simple_switch)
+
+
 @functools.cache
 def _detect(declared: str | None, path_env: str | None) -> Bmv2Build:
     if declared:
@@ -114,10 +125,7 @@ def _detect(declared: str | None, path_env: str | None) -> Bmv2Build:
     found = shutil.which("simple_switch", path=path_env)
     if found is None:
         return Bmv2Build("unknown", "no simple_switch on the PATH", None)
-    recorded = record_flavour(found)
-    if recorded:
-        return Bmv2Build(recorded, f"recorded in {Path(os.path.realpath(found)).parent.parent / RECORD}", found)
-    return Bmv2Build(probe_flavour(found), f"probed {found}", found)
+    return build_of(found)
 
 
 def bmv2_build() -> Bmv2Build:

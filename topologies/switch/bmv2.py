@@ -92,13 +92,15 @@ def describe(exc: BaseException) -> str:
 
 
 def simple_switch_command(thrift_port: int, ports: dict[int, str], json_path: str, notifications_ipc: str,
-                          device_id: int = 0, options: tuple[str, ...] = ()) -> list[str]:
+                          device_id: int = 0, options: tuple[str, ...] = (),
+                          binary: str = "simple_switch") -> list[str]:
     """simple_switch running the program on `ports` (number -> interface),
     with its own nanomsg notifications address (the default,
     /tmp/bmv2-<device id>-notifications.ipc, is shared by every simple_switch
     of that device id) and the program's priority queues; `options`: more of
-    simple_switch's own (e.g. --log-console --log-level warn)."""
-    args = ["simple_switch", "--thrift-port", str(thrift_port), "--device-id", str(device_id),
+    simple_switch's own (e.g. --log-console --log-level warn); `binary`: which
+    simple_switch (experiments.bench.bmv2 measures builds side by side)."""
+    args = [binary, "--thrift-port", str(thrift_port), "--device-id", str(device_id),
             "--notifications-addr", f"ipc://{notifications_ipc}", *options]
     for port, ifname in ports.items():
         args += ["-i", f"{port}@{ifname}"]
