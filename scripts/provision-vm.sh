@@ -25,9 +25,15 @@
 #   PROVISION_DRY_RUN=1        print what each step would do; change nothing
 #   PROVISION_RUN_TESTS=0      do not run `make test` at the end
 #   PROVISION_ALLOW_ANY_OS=1   go on (with a warning) on a release other than Ubuntu 22.04
+#   PROVISION_TOOLCHAIN=packages|source   (the Vagrantfile's SYMPHONY_VM_TOOLCHAIN)
+#       packages (default): p4c and BMv2 from the p4lang repository of the openSUSE
+#         Build Service: minutes to install, but BMv2 built with its logging macros
+#         and event logger, the slow BMv2 (docs/vm.md, "Which toolchain");
+#       source: BMv2 (performance configuration) and p4c built by
+#         scripts/build-p4-toolchain.sh, hours of compiling on a few cores
 #   PROVISION_REPO, PROVISION_PYTHON, PROVISION_PIP, PROVISION_SUDO,
 #   PROVISION_APT_ETC, PROVISION_OS_RELEASE, PROVISION_P4UTILS_DIR,
-#   PROVISION_BMV2_SEARCH, PROVISION_ALLOW_NONROOT
+#   PROVISION_BMV2_SEARCH, PROVISION_ALLOW_NONROOT, PROVISION_TOOLCHAIN_SCRIPT
 set -euo pipefail
 
 REPO_DIR=${PROVISION_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
@@ -40,6 +46,8 @@ APT_ETC=${PROVISION_APT_ETC:-/etc/apt}
 OS_RELEASE=${PROVISION_OS_RELEASE:-/etc/os-release}
 DRY_RUN=${PROVISION_DRY_RUN:-0}
 RUN_TESTS=${PROVISION_RUN_TESTS:-1}
+TOOLCHAIN=${PROVISION_TOOLCHAIN:-packages}
+TOOLCHAIN_SCRIPT=${PROVISION_TOOLCHAIN_SCRIPT:-$REPO_DIR/scripts/build-p4-toolchain.sh}
 read -r -a BMV2_SEARCH <<<"${PROVISION_BMV2_SEARCH:-/usr/lib /usr/local/lib /opt}"
 
 P4UTILS_DIR=${PROVISION_P4UTILS_DIR:-/opt/p4-utils}
@@ -144,6 +152,18 @@ do_p4lang_packages() {
     apt-get update -q
     apt_install "${P4LANG_PACKAGES[@]}"
 }
+
+# source: BMv2 and p4c from scripts/build-p4-toolchain.sh, whose own checks say
+# whether anything is left to do (p4-utils comes from the steps below, as with
+# the packages, with its pinned dependencies, which install on 22.04's Python 3.10)
+TOOLCHAIN_PARTS=(--only bmv2 --only p4c)
+check_toolchain_source() {
+    local plan
+    programs_on_path "${P4LANG_PROGRAMS[@]}" || return 1
+    plan=$(bash "$TOOLCHAIN_SCRIPT" "${TOOLCHAIN_PARTS[@]}" --dry-run 2>/dev/null) || return 1
+    ! grep -q ' would-run ' <<<"$plan"
+}
+do_toolchain_source() { bash "$TOOLCHAIN_SCRIPT" "${TOOLCHAIN_PARTS[@]}"; }
 
 check_mininet() { programs_on_path mnexec && "$PYTHON" -c "import mininet.net" 2>/dev/null; }
 do_mininet() {
@@ -253,11 +273,19 @@ verify_imports() {
 }
 
 main() {
-    say "repository $REPO_DIR, python $PYTHON$([ "$DRY_RUN" = 1 ] && echo ', dry run: nothing is changed')"
+    case $TOOLCHAIN in
+        packages|source) ;;
+        *) die "PROVISION_TOOLCHAIN (SYMPHONY_VM_TOOLCHAIN) is packages or source, not '$TOOLCHAIN'" ;;
+    esac
+    say "repository $REPO_DIR, python $PYTHON, toolchain $TOOLCHAIN$([ "$DRY_RUN" = 1 ] && echo ', dry run: nothing is changed')"
     check_os
     step base-packages
-    step p4lang-repo
-    step p4lang-packages
+    if [ "$TOOLCHAIN" = packages ]; then
+        step p4lang-repo
+        step p4lang-packages
+    else
+        step toolchain-source
+    fi
     step mininet
     step bmv2-python-path
     step p4utils-clone

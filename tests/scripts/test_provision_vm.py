@@ -30,6 +30,8 @@ VAGRANT_STUB = REPO / "tests" / "harness" / "data" / "vagrant_stub.rb"
 
 STEPS = ["base-packages", "p4lang-repo", "p4lang-packages", "mininet", "bmv2-python-path",
          "p4utils-clone", "p4utils", "git-safe-directory", "project-setup", "venv-bmv2-python-path", "p4-build"]
+# PROVISION_TOOLCHAIN=source: scripts/build-p4-toolchain.sh in place of the p4lang repository and packages
+SOURCE_STEPS = ["base-packages", "toolchain-source", *STEPS[3:]]
 SHIM_COMMANDS = ["apt-get", "dpkg-query", "dpkg", "git", "pip", "make", "curl", "gpg"]
 # the only real programs the script may run in the fake world
 TOOLS = ["bash", "env", "sed", "head", "tr", "grep", "cat", "mkdir", "mv", "dirname", "find",
@@ -43,7 +45,40 @@ def is_change(call: list[str]) -> bool:
         return "rev-parse" not in args and "--get-all" not in args
     if name == "make":
         return "-q" not in args and args[-1] != "test"
+    if name == "build-p4-toolchain":
+        return "--dry-run" not in args
     return False
+
+# stands in for scripts/build-p4-toolchain.sh: logs its call; "builds" BMv2 and p4c
+# (programs in FAKE_BIN, BMv2's modules where autotools puts them under /usr/local)
+# and plans nothing more once it has
+TOOLCHAIN_STUB = r"""#!/bin/bash
+exec {python} - "$@" <<'END'
+import json, os, sys
+from pathlib import Path
+env = os.environ
+args = sys.argv[1:]
+with open(env["SHIM_LOG"], "a") as log:
+    log.write(json.dumps(["build-p4-toolchain", *args]) + "\n")
+done = Path(env["FAKE_STATE"]) / "toolchain-built"
+if "--dry-run" in args:
+    print("build-p4-toolchain: " + ("skip bmv2 (already done)" if done.exists() else "would-run bmv2"))
+    sys.exit(0)
+for name in ("simple_switch", "simple_switch_CLI", "p4c", "p4c-bm2-ss"):
+    path = Path(env["FAKE_BIN"]) / name
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(0o755)
+site = Path(env["FAKE_ROOT"]) / "usr/local/lib/python3.10/site-packages"
+for rel, text in (("sswitch_runtime/__init__.py", "import thrift\nclass SimpleSwitch:\n    pass\n"),
+                  ("bm_runtime/__init__.py", ""),
+                  ("bmpy_utils.py", "")):
+    (site / rel).parent.mkdir(parents=True, exist_ok=True)
+    (site / rel).write_text(text)
+(Path(env["FAKE_SITE"]) / "thrift").mkdir(exist_ok=True)
+(Path(env["FAKE_SITE"]) / "thrift" / "__init__.py").write_text("")
+done.write_text("")
+END
+"""
 
 
 class FakeWorld:
@@ -103,12 +138,12 @@ class FakeWorld:
         return [json.loads(line) for line in self.log.read_text().splitlines()]
 
 
-def outcomes(stdout: str) -> dict[str, str]:
+def outcomes(stdout: str, steps: list[str] = STEPS) -> dict[str, str]:
     """step name -> what the script said about it (skip / would-run / run+done)."""
     seen: dict[str, str] = {}
     for line in stdout.splitlines():
         parts = line.split()
-        if len(parts) >= 3 and parts[0] == "provision:" and parts[2] in STEPS:
+        if len(parts) >= 3 and parts[0] == "provision:" and parts[2] in steps:
             seen[parts[2]] = seen.get(parts[2], "") + ("+" if parts[2] in seen else "") + parts[1]
     return seen
 
@@ -150,15 +185,19 @@ def test_vagrantfile_settings():
     assert ".venv/" in s["vm.synced_folder(.,/vagrant)"]["rsync__exclude"]
     assert s["vm.provision(shell)"]["inline"] == "bash /vagrant/scripts/provision-vm.sh"
 
-    s = vagrant_settings(SYMPHONY_VM_CPUS="6", SYMPHONY_VM_MEMORY="12288", SYMPHONY_VM_RUN_TESTS="0")
+    assert s["vm.provision(shell)"]["env"] == {"PROVISION_RUN_TESTS": "1", "PROVISION_TOOLCHAIN": "packages"}
+
+    s = vagrant_settings(SYMPHONY_VM_CPUS="6", SYMPHONY_VM_MEMORY="12288", SYMPHONY_VM_RUN_TESTS="0",
+                         SYMPHONY_VM_TOOLCHAIN="source")
     for provider in ("virtualbox", "libvirt"):
         assert s[f"vm.provider({provider}).cpus"] == 6
         assert s[f"vm.provider({provider}).memory"] == 12288
-    assert s["vm.provision(shell)"]["env"] == {"PROVISION_RUN_TESTS": "0"}
+    assert s["vm.provision(shell)"]["env"] == {"PROVISION_RUN_TESTS": "0", "PROVISION_TOOLCHAIN": "source"}
 
 
 @pytest.mark.skipif(shutil.which("ruby") is None, reason="ruby not installed (make setup installs it)")
-@pytest.mark.parametrize("name,value", [("SYMPHONY_VM_CPUS", "four"), ("SYMPHONY_VM_MEMORY", "512")])
+@pytest.mark.parametrize("name,value", [("SYMPHONY_VM_CPUS", "four"), ("SYMPHONY_VM_MEMORY", "512"),
+                                        ("SYMPHONY_VM_TOOLCHAIN", "obs")])
 def test_vagrantfile_rejects_bad_sizes_in_one_line(name, value):
     result = subprocess.run(["ruby", str(VAGRANT_STUB), str(VAGRANTFILE)], capture_output=True,
                             text=True, env={**os.environ, name: value}, cwd=REPO, timeout=60)
@@ -251,3 +290,42 @@ def test_other_releases_are_refused_unless_allowed(world):
     assert "22.04" in refused.stderr and "24.04" in refused.stderr and refused.stderr.count("\n") == 1
     allowed = world.run(PROVISION_DRY_RUN="1", PROVISION_ALLOW_ANY_OS="1")
     assert allowed.returncode == 0 and "WARNING" in allowed.stdout
+
+
+# --- PROVISION_TOOLCHAIN=source (SYMPHONY_VM_TOOLCHAIN) ---------------------------------
+
+@pytest.fixture
+def toolchain_stub(tmp_path):
+    stub = tmp_path / "build-p4-toolchain.sh"
+    stub.write_text(TOOLCHAIN_STUB.replace("{python}", sys.executable))
+    return stub
+
+
+def test_source_toolchain_dry_run_plans_the_build_instead_of_the_packages(world, toolchain_stub):
+    result = world.run(PROVISION_DRY_RUN="1", PROVISION_TOOLCHAIN="source",
+                       PROVISION_TOOLCHAIN_SCRIPT=str(toolchain_stub))
+    assert result.returncode == 0, result.stderr
+    assert outcomes(result.stdout, SOURCE_STEPS) == {step: "would-run" for step in SOURCE_STEPS}
+    assert "toolchain source" in result.stdout.splitlines()[0]
+    assert not [c for c in world.calls() if is_change(c)]
+
+
+def test_source_toolchain_builds_bmv2_and_p4c_and_a_second_run_skips_it(world, toolchain_stub):
+    env = {"PROVISION_TOOLCHAIN": "source", "PROVISION_TOOLCHAIN_SCRIPT": str(toolchain_stub)}
+    first = world.run(**env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert outcomes(first.stdout, SOURCE_STEPS) == {step: "run+done" for step in SOURCE_STEPS}
+    calls = world.calls()
+    assert ["build-p4-toolchain", "--only", "bmv2", "--only", "p4c"] in calls
+    assert not any(c[:2] == ["apt-get", "install"] and "p4lang-bmv2" in c for c in calls)
+    assert not (world.apt_etc / "sources.list.d" / "home:p4lang.list").exists()
+    second = world.run(**env)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert outcomes(second.stdout, SOURCE_STEPS) == {step: "skip" for step in SOURCE_STEPS}
+    assert [c for c in world.calls() if is_change(c)] == []
+
+
+def test_an_unknown_toolchain_is_refused_in_one_line(world):
+    result = world.run(PROVISION_DRY_RUN="1", PROVISION_TOOLCHAIN="obs")
+    assert result.returncode != 0 and result.stderr.count("\n") == 1
+    assert "packages or source, not 'obs'" in result.stderr
