@@ -38,7 +38,7 @@ from statistics import mean
 from experiments.config import ConfigError, ExperimentSpec, JobConfig, job_specs
 from experiments.jitter import schedule as J
 from experiments.oracle import ModelError, ModelResult, simulate
-from experiments.oracle.scenario import host_path, link_id, model_links, ring_paths, scenario
+from experiments.oracle.scenario import any_host_path, link_id, model_links, ring_paths, scenario
 from experiments.plan import RUNNER_SLACK_S, wall_deadline_s
 from hosts.job import DEADLINE_FACTOR, RUN_SLACK_S, STEP_SLACK_S, JobError, JobSpec, derived_deadlines, first_step_slack
 from hosts.ring import ITEM
@@ -241,9 +241,10 @@ def step_floor_s(spec: ExperimentSpec, index: int, js: JobSpec) -> tuple[float, 
     best = (math.inf, "")
     for r, src in enumerate(job.hosts):
         dst = job.hosts[(r + 1) % len(job.hosts)]
-        there = host_path(spec.topo, src, dst, table)
+        # rates and delays only: every equal-cost path has the same (any_host_path)
+        there = any_host_path(spec.topo, src, dst, table)
         delay = sum(links[x].delay_s for x in there)
-        back = sum(links[x].delay_s for x in host_path(spec.topo, dst, src, table))
+        back = sum(links[x].delay_s for x in any_host_path(spec.topo, dst, src, table))
         rate = min(links[x].rate_bps for x in there)
         sending = chunk * 8 / rate + delay
         window = rounds * (delay + back) + delay
@@ -283,7 +284,7 @@ def _loss(spec: ExperimentSpec, events: list[dict], ideals: list[Ideal], repeat:
         link = spec.topo.link(ev["link"])
         lossy = {link_id(link.node1, link.node2), link_id(link.node2, link.node1)}
         for one in ideals:
-            paths = ring_paths(spec.topo, spec.jobs[one.index].hosts)
+            paths = ring_paths(spec.topo, spec.jobs[one.index].hosts, data_port=spec.jobs[one.index].placed.data_port)
             step_s, run_s = derived_deadlines(one.spec)
             limit = min(step_s + first_step_slack(one.spec), run_s)
             for t in one.model.transfers:

@@ -28,7 +28,7 @@ from hosts import wire
 from hosts.dcqcn import DEPLOYMENT, Deployment, ecn_thresholds_pkts
 from hosts.udp.params import WIRE_OVERHEAD, UdpParams
 from topologies.spec.placement import PlacedJob
-from topologies.spec.routes import next_ports, path_links, route
+from topologies.spec.routes import any_path_links, next_ports, ring_egresses
 from topologies.spec.topo import HOST_LINK, TopoSpec
 
 ACK_FRAME_BYTES = WIRE_OVERHEAD - wire.DATA.size + wire.ACK.size     # an ACK without a SACK bitmap
@@ -42,9 +42,10 @@ def link_time_s(rate_mbit: float | None, delay_ms: float, nbytes: int) -> float:
 def base_rtt_s(topo: TopoSpec, src: str, dst: str, frame_bytes: int, table: dict | None = None,
                delays: bool = True) -> float:
     """A data frame from src to dst and an ACK back, on empty queues
-    (delays=False: their serialisation alone)."""
-    out = path_links(topo, src, dst, table)
-    back = path_links(topo, dst, src, table)
+    (delays=False: their serialisation alone); any equal-cost path has the
+    same links' rates and delays (routes.any_path_links)."""
+    out = any_path_links(topo, src, dst, table)
+    back = any_path_links(topo, dst, src, table)
 
     def t(name, nbytes):
         link = topo.link(name)
@@ -132,11 +133,12 @@ def ecn_and_queue(topo: TopoSpec, jobs: list[PlacedJob], frame_bytes: int,
     return EcnDerived(kmin, kmax, queue_depth(kmax, deployment), host_rate, rtt, kmin_exact, kmax_exact)
 
 
-def _egresses(topo: TopoSpec, src: str, dst: str, table: dict) -> list[tuple[str, int]]:
-    """(node, port) of every queue a frame from src to dst leaves by: the
-    host's own, then each switch's."""
+def _egresses(topo: TopoSpec, src: str, dst: str, dport: int, table: dict) -> list[tuple[str, int]]:
+    """(node, port) of every queue a ring flow's data from src to dst may
+    leave by: the host's own, then each switch's (under ``ecmp`` every
+    equal-cost one, routes.ring_egresses, so its share is a lower bound)."""
     (port, _), = topo.ports(src).items()
-    return [(src, port)] + [(hop.switch, hop.out_port) for hop in route(topo, src, dst, table)]
+    return [(src, port)] + ring_egresses(topo, src, dst, dport, table)
 
 
 def least_shares_mbit(topo: TopoSpec, jobs: list[PlacedJob]) -> dict[int, float | None]:
@@ -146,7 +148,7 @@ def least_shares_mbit(topo: TopoSpec, jobs: list[PlacedJob]) -> dict[int, float 
     (max-min fairness gives each flow at least that).  None where no link
     names a rate."""
     table = next_ports(topo)
-    flows = {j.job: [_egresses(topo, s, d, table) for s, d, _ in j.ring_flows()] for j in jobs}
+    flows = {j.job: [_egresses(topo, s, d, dport, table) for s, d, dport in j.ring_flows()] for j in jobs}
     crossing = Counter(e for paths in flows.values() for path in paths for e in path)
     rates = {e: topo.ports(e[0])[e[1]][2].rate_mbit for e in crossing}
     return {job: min((rates[e] / crossing[e] for path in paths for e in path if rates[e]), default=None)

@@ -40,7 +40,7 @@ from experiments.config.spec import ExperimentSpec, JobConfig, RunnerParams, gat
 from hosts import dcqcn, ring
 from hosts.dcqcn_regime import DEPLOYMENT, Deployment
 from hosts.udp.params import WIRE_OVERHEAD, UdpParams
-from topologies.spec.routes import next_ports, path_links
+from topologies.spec.routes import any_path_links, next_ports
 from topologies.spec.topo import TopoParams, build
 from topologies.switch.params import EcnParams
 
@@ -135,7 +135,7 @@ def longest_path(topo, table: dict | None = None) -> tuple[str, str]:
     def length(pair: tuple[str, str]) -> int:
         key = (access[pair[0]], access[pair[1]])
         if key not in lengths:
-            lengths[key] = len(path_links(topo, *pair, table))
+            lengths[key] = len(any_path_links(topo, *pair, table))     # every equal-cost path's
         return lengths[key]
     return max(((a, b) for a in hosts for b in hosts if a != b), key=length)
 
@@ -152,7 +152,7 @@ def link_delay_ms(topo, d: Deployment = DEPLOYMENT, coarse: int = 1) -> float:
     "Coarse packets against finer ones")."""
     table = next_ports(topo)
     a, b = longest_path(topo, table)
-    links = len(path_links(topo, a, b, table))
+    links = len(any_path_links(topo, a, b, table))
     serial = base_rtt_s(topo, a, b, d.packet_bytes * coarse + WIRE_OVERHEAD, table, delays=False)
     return max(0.0, d.base_rtt_s - serial) / (2 * links) * 1e3
 

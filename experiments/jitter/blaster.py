@@ -20,6 +20,11 @@ import sys
 import time
 
 DISCARD_PORT = 9
+# the simulation's blaster's source port (outside the step tags): with the
+# destination port, what an ECMP fabric hashes of cross traffic (the
+# emulation's socket takes an ephemeral port, so there its ECMP path is the
+# kernel's draw: docs/ecmp.md)
+CROSS_SOURCE_PORT = 32768
 ECT0_TOS = 0b10
 IP_UDP_HEADERS = 28          # --size counts the IPv4 and UDP headers
 

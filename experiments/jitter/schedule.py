@@ -17,9 +17,12 @@ import random
 from typing import Any
 
 from experiments.config import ExperimentSpec
+from experiments.jitter.blaster import CROSS_SOURCE_PORT, DISCARD_PORT
 from topologies.network.links import VIA_FALLBACK
-from topologies.spec.routes import path_links
+from topologies.spec.routes import Flow, path_links
 from topologies.spec.topo import FABRIC_LINK, HOST_LINK, TopoSpec
+
+CROSS_FLOW = Flow(CROSS_SOURCE_PORT, DISCARD_PORT)     # the simulation's blaster's packets (ECMP hashes them)
 
 NO_NETEM = "no sch_netem on this kernel"
 NETEM_FALLBACK = ("{why}: netem delay/jitter/loss on {link} applied as a rate "
@@ -114,7 +117,8 @@ def _event(entry: dict, index: int, occ: int, rng: random.Random, spec: Experime
     if kind == "cross":
         rate = _draw(rng, entry["rate_mbit"])
         dst_ip = topo.host(entry["dst"]).ip
-        ev.update(src=entry["src"], dst=entry["dst"], links=path_links(topo, entry["src"], entry["dst"]),
+        links = path_links(topo, entry["src"], entry["dst"], flow=CROSS_FLOW)
+        ev.update(src=entry["src"], dst=entry["dst"], links=links,
                   params={"rate_mbit": rate, "packet_bytes": entry["packet_bytes"], "ect": entry["ect"],
                           "dst_ip": dst_ip},
                   applied_as="cross")

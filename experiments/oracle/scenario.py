@@ -9,7 +9,11 @@ The schedule is taken as the runner applies it, after
   link ``h3-l1`` is ``h3>l1`` and ``l1>h3``), each with the link's rate and
   delay; a direction leaving a switch names it (Symphony prioritises there);
 * ring paths: rank r -> r+1 along ``topologies.spec.routes.route``, the
-  route the switches' forward tables give;
+  route the switches' forward tables give.  Under ``routing = "ecmp"`` a
+  ring flow's path changes with its step (the tag is its source port) and
+  the model keeps one path per ring edge: the path of its first step, an
+  approximation ``Scenario.notes`` states (docs/ecmp.md); under
+  ``ecmp-flow`` the hash leaves the tag out and the path is exact;
 * rate squeezes (and netem turned into squeezes by the fallback): the
   injector's own timeline, ``jitter.schedule.rate_changes`` (where squeezes
   overlap the lowest rate holds), each change on both directions of the link,
@@ -33,7 +37,7 @@ from statistics import mean
 
 from experiments.config import ExperimentSpec
 from experiments.jitter.schedule import rate_changes, straggles
-from topologies.spec.routes import next_ports, route
+from topologies.spec.routes import Flow, any_path_links, next_ports, ring_flow, route
 from topologies.spec.topo import TopoSpec
 
 from .inputs import CapacityChange, CrossDemand, Link, ModelError, ModelInput, RingJob, Straggle
@@ -84,18 +88,36 @@ def directed_path(topo: TopoSpec, src: str, names: Iterable[str]) -> tuple[str, 
     return tuple(out)
 
 
-def host_path(topo: TopoSpec, src: str, dst: str, table: dict) -> tuple[str, ...]:
+def host_path(topo: TopoSpec, src: str, dst: str, table: dict, flow: Flow | None = None) -> tuple[str, ...]:
     """The directed links from host src to host dst along the switches'
-    routes (table: ``routes.next_ports``)."""
-    nodes = [src, *(hop.switch for hop in route(topo, src, dst, table)), dst]
+    routes (table: ``routes.next_ports``; flow: the packets' ports, which an
+    ECMP routing needs)."""
+    nodes = [src, *(hop.switch for hop in route(topo, src, dst, table, flow)), dst]
     return tuple(link_id(a, b) for a, b in zip(nodes[:-1], nodes[1:], strict=True))
 
 
-def ring_paths(topo: TopoSpec, hosts: tuple[str, ...], table: dict | None = None) -> tuple[tuple[str, ...], ...]:
-    """Per ring edge r -> r+1 (mod N), its directed links."""
+def any_host_path(topo: TopoSpec, src: str, dst: str, table: dict | None = None) -> tuple[str, ...]:
+    """host_path's directed links along one shortest path whatever the
+    routing: for what every equal-cost path shares (its links' rates and
+    delays, routes.any_path_links)."""
+    return directed_path(topo, src, any_path_links(topo, src, dst, table))
+
+
+def ring_paths(topo: TopoSpec, hosts: tuple[str, ...], table: dict | None = None,
+               data_port: int = 0) -> tuple[tuple[str, ...], ...]:
+    """Per ring edge r -> r+1 (mod N), its directed links: under an ECMP
+    routing those of its first step's packets (module docstring)."""
     table = table if table is not None else next_ports(topo)
     n = len(hosts)
-    return tuple(host_path(topo, hosts[r], hosts[(r + 1) % n], table) for r in range(n))
+    return tuple(host_path(topo, hosts[r], hosts[(r + 1) % n], table, ring_flow(0, data_port)) for r in range(n))
+
+
+def routing_notes(topo: TopoSpec) -> tuple[str, ...]:
+    """What the model leaves out of the routing."""
+    if topo.routing != "ecmp":
+        return ()
+    return ("routing ecmp: each ring edge on its first step's path; the fabric hashes every step's tag "
+            "anew (per-step paths and collisions not modelled)",)
 
 
 def _both_ways(topo: TopoSpec, name: str) -> tuple[str, str]:
@@ -109,7 +131,8 @@ def scenario(spec: ExperimentSpec, events: Iterable[Mapping]) -> Scenario:
     events = [dict(ev) for ev in events]
     topo = spec.topo
     table = next_ports(topo)
-    jobs = tuple(RingJob(j.job, j.hosts, ring_paths(topo, j.hosts, table), j.message_bytes, j.iterations)
+    jobs = tuple(RingJob(j.job, j.hosts, ring_paths(topo, j.hosts, table, j.placed.data_port), j.message_bytes,
+                         j.iterations)
                  for j in spec.jobs)
     changes = tuple(CapacityChange(t, directed, rate * MBIT)
                     for t, name, rate, _ in rate_changes(events) for directed in _both_ways(topo, name))
@@ -118,9 +141,9 @@ def scenario(spec: ExperimentSpec, events: Iterable[Mapping]) -> Scenario:
                   for ev in events if ev["applied_as"] == "cross")
     late = tuple(Straggle(job, s["rank"], s["iter"], s["delay_s"])
                  for job, entries in straggles(events).items() for s in entries)
-    notes = tuple(f"netem on {ev['link']} from {ev['start_s']:g} to {ev['end_s']:g} s: not modelled "
-                  "(no time-varying delay or loss in the model)"
-                  for ev in events if ev["applied_as"] == "netem")
+    notes = routing_notes(topo) + tuple(
+        f"netem on {ev['link']} from {ev['start_s']:g} to {ev['end_s']:g} s: not modelled "
+        "(no time-varying delay or loss in the model)" for ev in events if ev["applied_as"] == "netem")
     return Scenario(ModelInput(model_links(topo), jobs, changes, cross, late), spec.symphony.threshold, notes)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from experiments.config import ExperimentSpec, job_specs
 from experiments.config.regime import data_packets
-from topologies.spec.routes import next_ports, path_links
+from topologies.spec.routes import any_path_links, next_ports
 
 # the compiled engine on one core of the machine it was measured on: the
 # slowest of the shipped scenarios and the busy cluster (deep queues of
@@ -46,9 +46,9 @@ def _duration(s: float) -> str:
 
 def hops_per_packet(spec: ExperimentSpec) -> float:
     """The mean number of links a ring flow's packet crosses (each one a
-    frame the engine carries)."""
+    frame the engine carries; every equal-cost path has as many)."""
     topo, table = spec.topo, next_ports(spec.topo)
-    lengths = [len(path_links(topo, src, dst, table)) for job in spec.jobs
+    lengths = [len(any_path_links(topo, src, dst, table)) for job in spec.jobs
                for src, dst, _ in job.placed.ring_flows()]
     return sum(lengths) / len(lengths)
 

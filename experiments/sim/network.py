@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 from contract.tags import ECN_ECT0
-from experiments.jitter.blaster import DISCARD_PORT, IP_UDP_HEADERS, packets_due
+from experiments.jitter.blaster import CROSS_SOURCE_PORT, DISCARD_PORT, IP_UDP_HEADERS, packets_due
 from experiments.plan import RunPlan
 from experiments.sim.engine import Engine
 from experiments.sim.frames import Framer, ip_bytes
@@ -31,7 +31,6 @@ from topologies.switch.twin.client import LocalTwinClient
 
 TARGET = "sim"
 RATE_UNIT = "bps"             # the twin's queues serialise by frame length (controlplane.rate_unit)
-CROSS_SOURCE_PORT = 32768     # the blaster's socket takes an ephemeral port, outside the step tags
 
 
 def port_name(node: str, port: int) -> str:

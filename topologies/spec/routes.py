@@ -180,6 +180,18 @@ def ring_switches(topo: TopoSpec, src: str, dst: str, dport: int, table: dict | 
     return [hop.switch for hop in route(topo, src, dst, table, flow)]
 
 
+def ring_egresses(topo: TopoSpec, src: str, dst: str, dport: int, table: dict | None = None
+                  ) -> list[tuple[str, int]]:
+    """(switch, egress port) of every switch queue a UDP ring flow's data
+    may leave by over all its steps (as ring_switches): under ``ecmp`` every
+    equal-cost port of every switch between."""
+    if topo.routing == "ecmp":
+        cands = candidate_ports(topo)
+        return [(sw, p) for sw in switches_between(topo, src, dst) for p in cands[(sw, dst)]]
+    flow = ring_flow(0, dport) if ecmp.is_ecmp(topo.routing) else None
+    return [(hop.switch, hop.out_port) for hop in route(topo, src, dst, table, flow)]
+
+
 def switches_between(topo: TopoSpec, src: str, dst: str) -> list[str]:
     """Every switch on some shortest path from host src to host dst, in
     hop order then name: where a flow may go under ECMP (what the control
