@@ -1,0 +1,264 @@
+"""Symphony on an ECMP fabric (issue 51, docs/ecmp.md):
+python3 -m experiments.bench.ecmp [--scenario NAME ...] [--scale deployment|config] [--coarse C] [--json FILE]
+
+Runs each scenario in the simulation (the compiled engine, ``--target sim``)
+with ``[topology] routing`` = destination, ecmp and ecmp-flow, baseline and
+Symphony, on repeat 0's jitter, at the deployment's scale (``--deployment``,
+its packets ``--coarse`` C to one) or at the config's rates, and prints:
+
+* per job the baseline and Symphony CCT (config units) and the change, for
+  each routing;
+* per spine and job what its frontier did, worked out from the routes the
+  switches compute (routes.route on every step's tag): the steps each spine
+  saw complete (its step_count reaching n_local), how many of the job's
+  steps its frontier stood still on and how often it jumped (advanced more
+  than one step at once); and from the end-of-run dump (switches/<name>.json)
+  how far behind the job's last step its frontier ended and how many
+  step_count slots still held arrivals;
+* Symphony's marks at the spines and at the leaves.
+
+Reordering: the UDP transport starts a flow's step only once the previous
+step is acknowledged, and a step's packets share one source port, so one
+path: ECMP moves a flow between steps, never within one, and the receivers
+(per step buffers) see no reordering from it.  Nothing counts it; the
+bench says so rather than printing a zero.
+
+The scenarios: the shipped 16-host victim_straggle16 on two spines (its one
+spine gives ECMP no choice: spines = 2 and the fabric rate halved, the same
+oversubscription), and ecmp_spines2, ecmp_spines4, ecmp_spines8
+(experiments/configs/).  Figures, not a timed test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import warnings
+from dataclasses import replace
+from pathlib import Path
+from statistics import mean
+
+from analysis.metrics import run_metrics
+from analysis.records import load_run
+from contract import p4names as pn
+from contract.tags import TAG_MASK
+from experiments import config as C
+from experiments.config import job_specs
+from experiments.config.scale import deployment_scaling, scale
+from experiments.jitter import schedule as J
+from experiments.plan import run_plan, wall_deadline_s
+from experiments.sim.run import run_sim
+from experiments.supervise import REPO, RunFailed, RunResult
+from experiments.tables import align
+from topologies.network.links import VIA_TWIN
+from topologies.spec.routes import ring_flow, route
+from topologies.switch import controlplane as cp
+
+ROUTINGS = ("destination", "ecmp", "ecmp-flow")
+VARIANTS = ("baseline", "symphony")
+CONFIGS = REPO / "experiments" / "configs"
+# name -> (config, [topology] overrides)
+SCENARIOS = {
+    "victim_straggle16.2spines": ("victim_straggle16", {"spines": 2, "fabric_rate_mbit": 5}),
+    "ecmp_spines2": ("ecmp_spines2", {}),
+    "ecmp_spines4": ("ecmp_spines4", {}),
+    "ecmp_spines8": ("ecmp_spines8", {}),
+}
+
+
+def spec_of(name: str, routing: str) -> C.ExperimentSpec:
+    config, overrides = SCENARIOS[name]
+    raw = C.load_raw(CONFIGS / f"{config}.toml")
+    raw["topology"] = {**raw["topology"], **overrides, "routing": routing}
+    raw["name"] = f"{name}-{routing}"
+    return C.resolve(raw, f"{config}.toml")
+
+
+def simulate(spec: C.ExperimentSpec, variant: str, time_factor: float) -> dict:
+    """One simulated run (experiments.sim.predict.simulate's, keeping the
+    switch dumps): per job its mean CCT in config units, and the dumps."""
+    events = J.apply_fallbacks(J.make_schedule(spec, 0), VIA_TWIN)[0]
+    plan = run_plan(spec, variant, 0, netem_ok=True, target="sim")
+    plan = replace(plan, schedule=tuple(events), jobs=tuple(job_specs(spec, J.straggles(events))))
+    run_dir = Path(tempfile.mkdtemp(prefix="symecmp-"))
+    try:
+        meta = {"variant": variant, "repeat": 0, "status": "running"}
+        try:
+            run_sim(plan, run_dir, RunResult(run_dir, variant, 0), meta, wall_deadline_s(spec, plan.jobs),
+                    data=False)
+        except RunFailed as exc:
+            return {"error": str(exc)}
+        meta["status"] = "ok"
+        (run_dir / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = load_run(run_dir)
+        jobs = {job: mean(j["cct_s"]) / time_factor if j["cct_s"] else None
+                for job, j in run_metrics(run.events, run.switches, run.config, run.jitter)["jobs"].items()}
+        return {"cct": jobs, "switches": run.switches, "sim": meta.get("sim", {})}
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+# --- the spines' frontiers as the routes make them --------------------------------
+
+def arrivals(spec: C.ExperimentSpec, job, spine: str, steps: int) -> list[int]:
+    """Per step, how many of the job's ring flows cross the spine with that
+    step's tag (every flow sends every step)."""
+    topo = spec.topo
+    out = []
+    for k in range(steps):
+        flow = lambda dport, k=k: ring_flow(k, dport)        # noqa: E731
+        out.append(sum(any(h.switch == spine for h in route(topo, s, d, flow=flow(p)))
+                       for s, d, p in job.placed.ring_flows()))
+    return out
+
+
+def frontier_walk(arrived: list[int], n_local: int) -> dict:
+    """The spine's step_count and frontier over the job's steps, in step
+    order: a slot (step mod W) counts arrivals until the n_local-th
+    completes it (then resets); the frontier moves to a completed step.
+    A ring spreads fewer than W steps, so a slot's earlier step has all its
+    arrivals before a later step's come."""
+    slots = [0] * pn.W
+    frontier, completed, stalls, jumps = -1, 0, 0, 0
+    for k, a in enumerate(arrived):
+        slot = k % pn.W
+        total = slots[slot] + a
+        slots[slot] = total % n_local             # the n_local-th arrival resets the slot
+        if a and total >= n_local:
+            completed += 1
+            jumps += k - frontier > 1
+            frontier = k
+        else:
+            stalls += 1
+    return {"completed": completed, "stalled": stalls, "jumps": jumps}
+
+
+def dump_state(dump: dict, job: int, last_step: int) -> dict | None:
+    """From a switch dump: how far behind the job's last step its frontier
+    ended, and the step_count slots still holding arrivals."""
+    slot = dump.get("jobs", {}).get(str(job))
+    if slot is None:
+        return None
+    regs = dump["registers"]
+    behind = (last_step - regs["frontier"][slot]) & TAG_MASK
+    left = sum(1 for c in regs["step_count"][slot * pn.W:(slot + 1) * pn.W] if c)
+    return {"behind": behind, "slots_left": left}
+
+
+def marks(dump: dict, job: int) -> int:
+    ids = [f["flow_id"] for f in dump.get("flows", []) if f["job"] == job]
+    return sum(dump["counters"]["sym_marks"].get(str(i), {}).get("packets", 0) for i in ids)
+
+
+def spines_of(spec) -> list[str]:
+    return [s.name for s in spec.topo.switches if s.role == "spine"]
+
+
+def spine_rows(spec, runs: dict) -> list[dict]:
+    """Per spine and job: the frontier walk, n_local, the dumps' ends."""
+    plans = cp.plan(spec.topo, [j.placed for j in spec.jobs], spec.symphony)
+    rows = []
+    for j in spec.jobs:
+        steps = j.iterations * 2 * (j.ranks - 1)
+        for sw in spines_of(spec):
+            n_local = next((f.n_local for f in plans[sw].flows if f.job == j.job), 0)
+            if not n_local:
+                continue
+            walk = frontier_walk(arrivals(spec, j, sw, steps), n_local)
+            sym = runs.get("symphony", {}).get("switches", {}).get(sw)
+            end = dump_state(sym, j.job, steps - 1) if sym else None
+            rows.append({"job": j.job, "spine": sw, "n_local": n_local, "steps": steps, **walk,
+                         **({"end_behind": end["behind"], "end_slots_left": end["slots_left"]} if end else {})})
+    return rows
+
+
+def mark_split(spec, runs: dict) -> dict[str, int]:
+    """Symphony's marks (Symphony variant) at the spines and at the leaves."""
+    dumps = runs.get("symphony", {}).get("switches", {})
+    spines = set(spines_of(spec))
+    out = {"spines": 0, "leaves": 0}
+    for sw, dump in dumps.items():
+        for j in spec.jobs:
+            out["spines" if sw in spines else "leaves"] += marks(dump, j.job)
+    return out
+
+
+# --- one scenario --------------------------------------------------------------
+
+def run_scenario(name: str, at_deployment: bool, coarse: int, say) -> dict:
+    out = {}
+    for routing in ROUTINGS:
+        spec = spec_of(name, routing)
+        factor = 1.0
+        if at_deployment:
+            sc = deployment_scaling(spec, coarse)
+            spec, factor = scale(spec, sc), sc.time
+        runs = {}
+        for variant in VARIANTS:
+            say(f"{name}: {routing} {variant} ...")
+            runs[variant] = simulate(spec, variant, factor)
+        out[routing] = {"jobs": job_rows(runs), "spines": spine_rows(spec, runs),
+                        "marks": mark_split(spec, runs),
+                        "errors": {v: r["error"] for v, r in runs.items() if "error" in r}}
+    return out
+
+
+def job_rows(runs: dict) -> dict[str, dict]:
+    base, sym = runs["baseline"].get("cct", {}), runs["symphony"].get("cct", {})
+    rows = {}
+    for job in sorted(set(base) | set(sym), key=int):
+        b, s = base.get(job), sym.get(job)
+        rows[job] = {"baseline_s": b, "symphony_s": s,
+                     "change_pct": round(100 * (s / b - 1), 1) if b and s else None}
+    return rows
+
+
+def print_scenario(name: str, res: dict) -> None:
+    print(f"\n== {name}")
+    rows = [["routing", "job", "baseline s", "symphony s", "change %"]]
+    for routing, r in res.items():
+        for job, j in r["jobs"].items():
+            rows.append([routing, job, _f(j["baseline_s"]), _f(j["symphony_s"]), _f(j["change_pct"], 1)])
+    print(align(rows))
+    rows = [["routing", "job", "spine", "n_local", "steps", "completed", "stalled", "jumps", "end behind",
+             "slots left"]]
+    for routing, r in res.items():
+        for s in r["spines"]:
+            rows.append([str(x) for x in (routing, s["job"], s["spine"], s["n_local"], s["steps"], s["completed"],
+                                          s["stalled"], s["jumps"], s.get("end_behind", "-"),
+                                          s.get("end_slots_left", "-"))])
+    print(align(rows))
+    for routing, r in res.items():
+        print(f"{routing}: Symphony marks at the spines {r['marks']['spines']}, at the leaves {r['marks']['leaves']}"
+              + (f"; errors {r['errors']}" if r["errors"] else ""))
+
+
+def _f(x, nd: int = 3) -> str:
+    return "-" if x is None else f"{x:.{nd}f}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m experiments.bench.ecmp", description=__doc__.split("\n")[0])
+    ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
+    ap.add_argument("--scale", choices=("deployment", "config"), default="deployment")
+    ap.add_argument("--coarse", type=int, default=32, help="--scale deployment: packets simulated as one")
+    ap.add_argument("--json", type=Path, help="write the figures here too")
+    args = ap.parse_args(argv)
+    results = {}
+    for name in args.scenario or list(SCENARIOS):
+        results[name] = run_scenario(name, args.scale == "deployment", args.coarse,
+                                     lambda m: print(m, file=sys.stderr, flush=True))
+        print_scenario(name, results[name])
+        sys.stdout.flush()
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
