@@ -46,7 +46,7 @@ from experiments.config.budget import build_of
 from topologies.network.lab import Lab
 from topologies.network.shell import stop_child
 from topologies.switch import program as S
-from topologies.switch.bmv2 import Bmv2Client, free_tcp_port, simple_switch_command
+from topologies.switch.bmv2 import Bmv2Client, free_tcp_port, simple_switch_command, simple_switch_log_options
 from topologies.switch.targets import BMV2_JSON, bmv2_program_stale, bmv2_skip_reason
 
 # the twin bench's sender, paced: `rate` packets/s in bursts of 10 (0: as fast as it can)
@@ -94,7 +94,7 @@ def run(duration: float, size: int, log_level: str = "warn", offered_pps: float 
     try:
         thrift = free_tcp_port()
         args = simple_switch_command(thrift, {i + 1: h.root_if for i, h in enumerate(lab.hosts)}, str(BMV2_JSON),
-                                     ipc, options=("--log-console", "--log-level", log_level), binary=simple_switch)
+                                     ipc, options=simple_switch_log_options(log_level), binary=simple_switch)
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         client = Bmv2Client.connect(thrift, "bench", str(BMV2_JSON), proc=proc)
         h0, h1 = lab.hosts

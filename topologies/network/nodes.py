@@ -29,7 +29,7 @@ from topologies.network.intf import host_sysctls, ipv6_off, offloads_off, switch
 from topologies.network.names import PREFIX, switch_ifname
 from topologies.network.shell import stop_child
 from topologies.network.state import StateFile, sock_path_problem
-from topologies.switch.bmv2 import PRIORITY_QUEUES, Bmv2Client
+from topologies.switch.bmv2 import PRIORITY_QUEUES, Bmv2Client, simple_switch_command, simple_switch_log_options
 from topologies.switch.targets import REPO_ROOT
 from topologies.switch.twin.client import TwinClient
 
@@ -279,8 +279,10 @@ def bmv2_switch_class():
     when logging), starts it in the node's shell (`cmd &`, the pid echoed to
     a temporary file, kept in the attribute ``switch_pid``), waits until the
     pid lives and the Thrift port listens, and stop() SIGKILLs the pid.
-    Bmv2Switch keeps the command line, the attribute and the checks, and
-    starts simple_switch itself, as SoftSwitch starts the twin: its own
+    Bmv2Switch keeps the attribute and the checks, builds the command line
+    as the conformance rig and experiments.bench.bmv2 do
+    (topologies.switch.bmv2.simple_switch_command), and starts
+    simple_switch itself, as SoftSwitch starts the twin: its own
     child (so ``returncode`` has the exit code), in its own session, with
     stdout/stderr in <run_dir>/logs/<switch>.log at log level warn (p4-utils'
     --log-console logs every packet at trace level, which costs most of
@@ -319,15 +321,17 @@ def bmv2_switch_class():
             return self.run_dir / "logs" / f"{self.name}.log"
 
         def add_arguments(self) -> list[str]:
-            args = super().add_arguments()
-            return [args[0], "--notifications-addr", f"ipc://{self.ipc_path}",
-                    "--log-console", "--log-level", self.log_level, *args[1:]]
+            """The whole command line, target options included, from the one
+            definition the conformance rig and experiments.bench.bmv2 use
+            (topologies.switch.bmv2.simple_switch_command); its ports are
+            P4Switch's: every interface without an IP address."""
+            ports = {port: intf.name for port, intf in self.intfs.items() if not intf.IP()}
+            return simple_switch_command(self.thrift_port, ports, str(self.json_path), self.ipc_path,
+                                         device_id=self.device_id, options=simple_switch_log_options(self.log_level),
+                                         binary=self.sw_bin)
 
         def start(self, controllers=None):
             args = self.add_arguments()
-            target_args = self.add_target_arguments()
-            if target_args:
-                args += ["--", *target_args]
             self.proc = spawn_switch(self.name, args, self.log_path, self.state)
             self.switch_pid = self.proc.pid
             wait_switch_ready(f"simple_switch of {self.name}", self.proc, self.thrift_listening,

@@ -91,15 +91,31 @@ def describe(exc: BaseException) -> str:
     return f"{kind}: {text}" if text else kind
 
 
+# simple_switch's options as the testbed runs it (docs/targets.md, "simple_switch's
+# options"): warnings and errors on its console, which the network keeps as
+# logs/<switch>.log and the runner points at when a switch dies; nothing per
+# packet.  The log level is what matters most: simple_switch's default is trace,
+# which in a build with logging macros formats a message per parser state, table
+# and action of every packet.  Never --nanolog (the event logger, a message per
+# packet event), --pcap, --debugger or --dump-packet-data: the testbed reads none.
+def simple_switch_log_options(level: str = "warn") -> tuple[str, ...]:
+    return ("--log-console", "--log-level", level)
+
+
 def simple_switch_command(thrift_port: int, ports: dict[int, str], json_path: str, notifications_ipc: str,
-                          device_id: int = 0, options: tuple[str, ...] = (),
+                          device_id: int = 0, options: tuple[str, ...] | None = None,
                           binary: str = "simple_switch") -> list[str]:
     """simple_switch running the program on `ports` (number -> interface),
     with its own nanomsg notifications address (the default,
     /tmp/bmv2-<device id>-notifications.ipc, is shared by every simple_switch
-    of that device id) and the program's priority queues; `options`: more of
-    simple_switch's own (e.g. --log-console --log-level warn); `binary`: which
-    simple_switch (experiments.bench.bmv2 measures builds side by side)."""
+    of that device id) and the program's priority queues; `options`: its
+    logging and any more of simple_switch's own (default:
+    simple_switch_log_options(), warnings and errors on the console; never
+    none, which would leave simple_switch at its default level, trace);
+    `binary`: which simple_switch (experiments.bench.bmv2 measures builds
+    side by side)."""
+    if options is None:
+        options = simple_switch_log_options()
     args = [binary, "--thrift-port", str(thrift_port), "--device-id", str(device_id),
             "--notifications-addr", f"ipc://{notifications_ipc}", *options]
     for port, ifname in ports.items():

@@ -19,6 +19,7 @@ from topologies.switch.bmv2 import (
     describe,
     free_tcp_port,
     simple_switch_command,
+    simple_switch_log_options,
 )
 
 
@@ -133,7 +134,24 @@ def test_close_closes_both_thrift_connections_once_and_for_all():
 def test_simple_switch_command_line():
     assert simple_switch_command(9091, {1: "sym1s1", 2: "sym1s2"}, "/b/symphony.json", "/run/x.ipc") == [
         "simple_switch", "--thrift-port", "9091", "--device-id", "0", "--notifications-addr", "ipc:///run/x.ipc",
+        "--log-console", "--log-level", "warn",
         "-i", "1@sym1s1", "-i", "2@sym1s2", "/b/symphony.json", "--", "--priority-queues", "2"]
+
+
+# what simple_switch would do per packet that the testbed never reads (docs/targets.md,
+# "simple_switch's options"); --log-file is not here: it would be the same as the console
+PER_PACKET = {"--nanolog", "--pcap", "--debugger", "--debugger-addr", "--dump-packet-data", "--packet-in",
+              "--use-files", "--log-flush", "--log-file"}
+
+
+@pytest.mark.parametrize("options", [None, simple_switch_log_options("warn"), simple_switch_log_options("error")])
+def test_simple_switch_runs_with_a_log_level_and_nothing_per_packet(options):
+    args = simple_switch_command(9091, {1: "a"}, "/b/s.json", "/run/x.ipc", options=options)
+    flags = {a.split("=", 1)[0] for a in args if a.startswith("-")}
+    assert not flags & PER_PACKET
+    level = args[args.index("--log-level") + 1]
+    assert level in ("warn", "error")            # never simple_switch's default, trace
+    assert args.count("--log-console") == 1
 
 
 def test_free_tcp_port_takes_the_preferred_one_unless_taken():
