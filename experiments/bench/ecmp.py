@@ -1,5 +1,6 @@
 """Symphony on an ECMP fabric (issue 51, docs/ecmp.md):
-python3 -m experiments.bench.ecmp [--scenario NAME ...] [--scale deployment|config] [--coarse C] [--json FILE]
+python3 -m experiments.bench.ecmp [--scenario NAME ...] [--scale deployment|config] [--coarse C] [--reorder]
+        [--json FILE] [--plot PNG]
 
 Runs each scenario in the simulation (the compiled engine, ``--target sim``)
 with ``[topology] routing`` = destination, ecmp and ecmp-flow, baseline and
@@ -12,16 +13,21 @@ its packets ``--coarse`` C to one) or at the config's rates, and prints:
   switches compute (routes.route on every step's tag): the steps each spine
   saw complete (its step_count reaching n_local), how many of the job's
   steps its frontier stood still on and how often it jumped (advanced more
-  than one step at once); and from the end-of-run dump (switches/<name>.json)
-  how far behind the job's last step its frontier ended and how many
-  step_count slots still held arrivals;
+  than one step at once); what it did in the Symphony run, sampled 20
+  times a step (advances, jumps between two samples, where it ended, its
+  longest stand short of the job's last step); and from the end-of-run
+  dump (switches/<name>.json) how far behind the job's last step its
+  frontier ended and how many step_count slots still held arrivals;
 * Symphony's marks at the spines and at the leaves.
 
-Reordering: the UDP transport starts a flow's step only once the previous
-step is acknowledged, and a step's packets share one source port, so one
-path: ECMP moves a flow between steps, never within one, and the receivers
-(per step buffers) see no reordering from it.  Nothing counts it; the
-bench says so rather than printing a zero.
+Reordering (``--reorder``): the receivers keep no counter of it, and the
+compiled engine's are C++; the bench counts, on the Python engine at the
+config's rates (Symphony on), the data packets each receiver gets behind
+one it has already seen (an older step, or an earlier offset of the same
+step, retransmissions included).  A step starts once the previous one is
+all sent, not acknowledged (hosts/udp/endpoint.py, step_complete), so
+under ECMP the tail of step k and the head of step k+1 travel on
+different spines at once.
 
 The scenarios: the shipped 16-host victim_straggle16 on two spines (its one
 spine gives ECMP no choice: spines = 2 and the fabric rate halved, the same
@@ -37,28 +43,33 @@ import shutil
 import sys
 import tempfile
 import warnings
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from statistics import mean
 
+from analysis import plots
 from analysis.metrics import run_metrics
 from analysis.records import load_run
 from contract import p4names as pn
 from contract.tags import TAG_MASK
 from experiments import config as C
 from experiments.config import job_specs
-from experiments.config.scale import deployment_scaling, scale
+from experiments.config.scale import deployment_scaling, scale, step_s
 from experiments.jitter import schedule as J
 from experiments.plan import run_plan, wall_deadline_s
-from experiments.sim.run import run_sim
-from experiments.supervise import REPO, RunFailed, RunResult
+from experiments.sim.ranks import EPOCH_NS
+from experiments.sim.run import SimRun
+from experiments.supervise import REPO
 from experiments.tables import align
+from hosts.udp.receiver import Receiver
 from topologies.network.links import VIA_TWIN
 from topologies.spec.routes import ring_flow, route
 from topologies.switch import controlplane as cp
 
 ROUTINGS = ("destination", "ecmp", "ecmp-flow")
 VARIANTS = ("baseline", "symphony")
+SAMPLES_PER_STEP = 20          # frontier samples per scenario step
 CONFIGS = REPO / "experiments" / "configs"
 # name -> (config, [topology] overrides)
 SCENARIOS = {
@@ -77,30 +88,106 @@ def spec_of(name: str, routing: str) -> C.ExperimentSpec:
     return C.resolve(raw, f"{config}.toml")
 
 
-def simulate(spec: C.ExperimentSpec, variant: str, time_factor: float) -> dict:
-    """One simulated run (experiments.sim.predict.simulate's, keeping the
-    switch dumps): per job its mean CCT in config units, and the dumps."""
+def simulate(spec: C.ExperimentSpec, variant: str, time_factor: float, engine: str = "compiled") -> dict:
+    """One simulated run (experiments.sim.run.run_sim's, with every
+    switch's frontier registers sampled): per job its mean CCT in config
+    units, the end dumps and the frontiers' series."""
     events = J.apply_fallbacks(J.make_schedule(spec, 0), VIA_TWIN)[0]
     plan = run_plan(spec, variant, 0, netem_ok=True, target="sim")
     plan = replace(plan, schedule=tuple(events), jobs=tuple(job_specs(spec, J.straggles(events))))
     run_dir = Path(tempfile.mkdtemp(prefix="symecmp-"))
     try:
-        meta = {"variant": variant, "repeat": 0, "status": "running"}
+        sim = SimRun(plan, run_dir, data=False, engine=engine)
+        series = watch_frontiers(sim, step_s(spec) / SAMPLES_PER_STEP)
         try:
-            run_sim(plan, run_dir, RunResult(run_dir, variant, 0), meta, wall_deadline_s(spec, plan.jobs),
-                    data=False)
-        except RunFailed as exc:
-            return {"error": str(exc)}
-        meta["status"] = "ok"
+            sim.run(wall_deadline_s(spec, plan.jobs))
+        finally:
+            sim.close()
+            sim.net.dump_switches(run_dir / "switches")
+        if sim.failed or any(not r.done for r in sim.ranks):
+            return {"error": "an agent failed or the deadline passed"}
+        meta = {"variant": variant, "repeat": 0, "status": "ok", "target": sim.net.target, "t0_ns": EPOCH_NS,
+                "start_margin_s": 0.0}
         (run_dir / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             run = load_run(run_dir)
         jobs = {job: mean(j["cct_s"]) / time_factor if j["cct_s"] else None
                 for job, j in run_metrics(run.events, run.switches, run.config, run.jitter)["jobs"].items()}
-        return {"cct": jobs, "switches": run.switches, "sim": meta.get("sim", {})}
+        return {"cct": jobs, "switches": run.switches, "end_s": sim.engine.now / time_factor,
+                "frontiers": {f"{sw}/{job}": [(t / time_factor, v) for t, v in pts]
+                              for (sw, job), pts in series.items()}}
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def watch_frontiers(sim: SimRun, dt: float) -> dict[tuple[str, int], list[tuple[float, int]]]:
+    """Every dt virtual seconds while agents run, each switch's frontier of
+    each job it tracks, as a step index (-1: the step before the first),
+    kept where it changed: (switch, job) -> [(t, step)]."""
+    cells = [(sw, job, slot) for sw, p in sim.net.plans.items() for job, slot in p.jobs.items()]
+    series: dict[tuple[str, int], list[tuple[float, int]]] = {(sw, job): [] for sw, job, _ in cells}
+
+    def look() -> None:
+        now = sim.engine.now
+        for sw, job, slot in cells:
+            step = ((sim.net.clients[sw].register_read(pn.FRONTIER, slot) + 1) & TAG_MASK) - 1
+            pts = series[(sw, job)]
+            if not pts or pts[-1][1] != step:
+                pts.append((now, step))
+        if sim.running:
+            sim.engine.at(now + dt, look)
+    sim.engine.at(0.0, look)
+    return series
+
+
+def frontier_moves(pts: list[tuple[float, int]], last_step: int, end_s: float) -> dict:
+    """A sampled frontier's advances, jumps (more than one step between two
+    samples, a sample being a twentieth of a step) and its longest stand
+    short of the job's last step (config seconds, to the run's end if it
+    never got there)."""
+    moves = [b - a for (_, a), (_, b) in zip(pts, pts[1:], strict=False)]
+    ends = [t for t, _ in pts[1:]] + [end_s]
+    stand = max((e - t for (t, v), e in zip(pts, ends, strict=True) if v < last_step), default=0.0)
+    return {"advances": len(moves), "sampled_jumps": sum(m > 1 for m in moves),
+            "final": pts[-1][1] if pts else None, "longest_stand_s": round(stand, 4)}
+
+
+@contextmanager
+def reordering():
+    """Count, at every receiver of the Python engine (hosts.udp.receiver,
+    which keeps no such counter), the data packets that arrive behind one
+    already seen: an older step, or an earlier offset of the same step (a
+    retransmission counts too).  Patched in for the bench's run only."""
+    counts = {"data": 0, "late": 0}
+    newest: dict[int, tuple[int, int]] = {}
+    orig = Receiver.on_data
+
+    def on_data(self, pkt, *args, **kwargs):
+        key, prev = (pkt.step, pkt.offset), newest.get(id(self))
+        counts["data"] += 1
+        if prev is not None and key < prev:
+            counts["late"] += 1
+        else:
+            newest[id(self)] = key
+        return orig(self, pkt, *args, **kwargs)
+    Receiver.on_data = on_data
+    try:
+        yield counts
+    finally:
+        Receiver.on_data = orig
+
+
+def reorder_rows(name: str, say) -> dict[str, dict]:
+    """Per routing, the Symphony run's arrivals behind one seen, on the
+    Python engine at the config's rates (the compiled receivers count none)."""
+    out = {}
+    for routing in ROUTINGS:
+        say(f"{name}: {routing} symphony on the Python engine, counting reordering ...")
+        with reordering() as counts:
+            res = simulate(spec_of(name, routing), "symphony", 1.0, engine="python")
+        out[routing] = {**counts, **({"error": res["error"]} if "error" in res else {})}
+    return out
 
 
 # --- the spines' frontiers as the routes make them --------------------------------
@@ -170,9 +257,12 @@ def spine_rows(spec, runs: dict) -> list[dict]:
             if not n_local:
                 continue
             walk = frontier_walk(arrivals(spec, j, sw, steps), n_local)
-            sym = runs.get("symphony", {}).get("switches", {}).get(sw)
-            end = dump_state(sym, j.job, steps - 1) if sym else None
-            rows.append({"job": j.job, "spine": sw, "n_local": n_local, "steps": steps, **walk,
+            sym = runs.get("symphony", {})
+            dump = sym.get("switches", {}).get(sw)
+            end = dump_state(dump, j.job, steps - 1) if dump else None
+            pts = sym.get("frontiers", {}).get(f"{sw}/{j.job}", [])
+            moved = frontier_moves(pts, steps - 1, sym.get("end_s", 0.0))
+            rows.append({"job": j.job, "spine": sw, "n_local": n_local, "steps": steps, **walk, **moved,
                          **({"end_behind": end["behind"], "end_slots_left": end["slots_left"]} if end else {})})
     return rows
 
@@ -203,7 +293,8 @@ def run_scenario(name: str, at_deployment: bool, coarse: int, say) -> dict:
             say(f"{name}: {routing} {variant} ...")
             runs[variant] = simulate(spec, variant, factor)
         out[routing] = {"jobs": job_rows(runs), "spines": spine_rows(spec, runs),
-                        "marks": mark_split(spec, runs),
+                        "marks": mark_split(spec, runs), "frontiers": runs["symphony"].get("frontiers", {}),
+                        "end_s": runs["symphony"].get("end_s"),
                         "errors": {v: r["error"] for v, r in runs.items() if "error" in r}}
     return out
 
@@ -220,22 +311,51 @@ def job_rows(runs: dict) -> dict[str, dict]:
 
 def print_scenario(name: str, res: dict) -> None:
     print(f"\n== {name}")
+    res = dict(res)
+    late = res.pop("reordering", None)
     rows = [["routing", "job", "baseline s", "symphony s", "change %"]]
     for routing, r in res.items():
         for job, j in r["jobs"].items():
             rows.append([routing, job, _f(j["baseline_s"]), _f(j["symphony_s"]), _f(j["change_pct"], 1)])
     print(align(rows))
-    rows = [["routing", "job", "spine", "n_local", "steps", "completed", "stalled", "jumps", "end behind",
-             "slots left"]]
+    rows = [["routing", "job", "spine", "n_local", "steps", "routes: completed", "stalled", "jumps",
+             "sampled: advances", "jumps", "final", "longest stand s", "dump: behind", "slots left"]]
     for routing, r in res.items():
         for s in r["spines"]:
             rows.append([str(x) for x in (routing, s["job"], s["spine"], s["n_local"], s["steps"], s["completed"],
-                                          s["stalled"], s["jumps"], s.get("end_behind", "-"),
+                                          s["stalled"], s["jumps"], s["advances"], s["sampled_jumps"], s["final"],
+                                          s["longest_stand_s"], s.get("end_behind", "-"),
                                           s.get("end_slots_left", "-"))])
     print(align(rows))
+    for routing, c in (late or {}).items():
+        print(f"{routing}: receivers saw {c['late']} of {c['data']} data packets behind one already seen "
+              "(Python engine, config rates, Symphony)" + (f"; error {c['error']}" if "error" in c else ""))
     for routing, r in res.items():
         print(f"{routing}: Symphony marks at the spines {r['marks']['spines']}, at the leaves {r['marks']['leaves']}"
               + (f"; errors {r['errors']}" if r["errors"] else ""))
+
+
+def plot_frontiers(res: dict, name: str, job: int, path: Path) -> None:
+    """Symphony's run: job's frontier (step) over time at every switch that
+    tracks it, one panel per routing."""
+    plt = plots.plt                  # analysis.plots' matplotlib, on Agg
+    res = {k: v for k, v in res.items() if k in ROUTINGS}
+    fig, axes = plt.subplots(1, len(res), figsize=(4.2 * len(res), 3.2), sharey=True)
+    for ax, (routing, r) in zip(axes, res.items(), strict=True):
+        for key, pts in sorted(r["frontiers"].items()):
+            sw, j = key.split("/")
+            if int(j) != job or not pts:
+                continue
+            ts, vs = zip(*(list(pts) + [(r["end_s"] or pts[-1][0], pts[-1][1])]), strict=True)
+            ax.step(list(ts), list(vs), where="post", label=sw, lw=1.6 if sw.startswith("p") else 0.8,
+                    ls="-" if sw.startswith("p") else "--")
+        ax.set_title(f"{routing}")
+        ax.set_xlabel("time (s, config units)")
+    axes[0].set_ylabel(f"job {job}'s frontier (step)")
+    axes[-1].legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"{name}: job {job}'s frontier at each switch (spines solid, leaves dashed), Symphony on")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def _f(x, nd: int = 3) -> str:
@@ -248,15 +368,23 @@ def main(argv=None) -> int:
     ap.add_argument("--scale", choices=("deployment", "config"), default="deployment")
     ap.add_argument("--coarse", type=int, default=32, help="--scale deployment: packets simulated as one")
     ap.add_argument("--json", type=Path, help="write the figures here too")
+    ap.add_argument("--reorder", action="store_true",
+                    help="also count the receivers' late arrivals, Symphony on, on the Python engine at config rates")
+    ap.add_argument("--plot", type=Path, help="the first scenario's job 1 frontiers, one panel per routing, here")
     args = ap.parse_args(argv)
     results = {}
     for name in args.scenario or list(SCENARIOS):
         results[name] = run_scenario(name, args.scale == "deployment", args.coarse,
                                      lambda m: print(m, file=sys.stderr, flush=True))
+        if args.reorder:
+            results[name]["reordering"] = reorder_rows(name, lambda m: print(m, file=sys.stderr, flush=True))
         print_scenario(name, results[name])
         sys.stdout.flush()
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
+    if args.plot:
+        first = next(iter(results))
+        plot_frontiers(results[first], first, 1, args.plot)
     return 0
 
 
