@@ -254,9 +254,9 @@ control SymLess(in bit<32> a, in bit<32> b, out bit<1> lt) {
 control EcmpHash(in ipv4_addr_t src, in ipv4_addr_t dst, in bit<8> proto, in bit<16> sport, in bit<16> dport,
                  out sym_ecmp_bucket_t bucket) {
     CRCPolynomial<bit<32>>(32w0x04C11DB7, true, false, false, 32w0xFFFFFFFF, 32w0xFFFFFFFF) crc32_poly;
-    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32_poly) crc32;
+    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32_poly) ecmp_crc;
     apply {
-        bit<32> h = crc32.get({ src, dst, proto, sport, dport });
+        bit<32> h = ecmp_crc.get({ src, dst, proto, sport, dport });
         bucket = h[SYM_ECMP_BUCKET_BITS - 1:0];
     }
 }
