@@ -16,7 +16,7 @@ from contract import exits
 from experiments import config as C
 from experiments.cli_common import NOTE, confirm_scale, confirm_up_to, load, rate_arg, say
 from experiments.cli_model import MODEL_ERRORS, expected_load
-from experiments.config.budget import EMULATION_TARGETS, packet_budget
+from experiments.config.budget import EMULATION_TARGETS, bmv2_build, packet_budget
 from experiments.config.machine import agents_memory_bytes, emulation_refusal
 from experiments.config.regime import (
     TARGET_NAMES,
@@ -90,9 +90,10 @@ def rate_advice(spec: C.ExperimentSpec, auto: AutoScale, pps: float, target: str
     except ValueError as exc:
         k = f"no K ({exc})"
     slower = pps * rate / auto.rate
+    build = f" (the budget of the {bmv2_build().describe()})" if target == "bmv2" else ""
     return (f"on {TARGET_NAMES[target]}, `run --scale auto --rate auto` runs it at {rate_words(rate)} of the "
             f"config's link rates, {k}, about {slower:,.0f} data packets/s"
-            + ("" if slower <= budget else " (the slowest it tries, still over)"))
+            + ("" if slower <= budget else " (the slowest it tries, still over)") + build)
 
 
 def main(args) -> int:

@@ -93,6 +93,7 @@ def test_check_says_what_rate_auto_picks_where_a_budget_is_passed():
     assert r.returncode == 0, r.stderr
     assert "note: on BMv2, `run --scale auto --rate auto` runs it at 1/2 of the config's link rates, K = 50" \
         in r.stderr
+    assert "(the budget of the " in r.stderr and " build of BMv2 (" in r.stderr   # which build it is
     auto = experiments("check", str(DEMO), "--rate", "auto")       # the config's rates, and the same advice
     assert auto.returncode == 0 and auto.stderr == r.stderr, auto.stderr
     r = experiments("check", str(DEMO), "--rate", "1/3")
