@@ -17,8 +17,13 @@
 # first; a step whose check passes is skipped, and a step that ran must make its
 # check pass, or the script stops naming the step.  A build records what it
 # built in PREFIX/share/symphony-toolchain/<part>.build (commit, flavour, flags);
-# the check reads it back, and experiments/config/bmv2_build.py reads the BMv2
-# one to tell which build is on the PATH.
+# the check reads it back, and experiments/config/budget.py reads the BMv2 one
+# to tell which build is on the PATH.  The times it prints are wall clock.
+#
+# Nothing in it waits with a timeout, so the whole run can be paused and resumed
+# by process group (kill -STOP -PGID, kill -CONT -PGID), e.g. when started as
+#   setsid nice -n 19 ionice -c3 scripts/build-p4-toolchain.sh ... &
+# (a pause during an apt step holds dpkg's lock until it resumes).
 #
 # Environment (optional; tests/scripts/test_build_p4_toolchain.py runs the script
 # against stub commands with these):
