@@ -72,3 +72,20 @@ def test_the_demo_at_its_rates_alike(tmp_path):
 def test_deployment_scale_without_data_alike(tmp_path):
     spec = C.load(CONFIGS / "ci4.toml")
     same(scale(spec, deployment_scaling(spec, 32)), tmp_path, data=False)
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "ecmp-flow"])
+def test_ecmp_fabric_alike(tmp_path, routing):
+    # both engines' switches hash every step's tag onto the spines alike
+    raw = C.load_raw(CONFIGS / "ecmp_spines2.toml")
+    raw["topology"]["routing"] = routing
+    for job in raw["jobs"]:
+        job["message_bytes"] //= 8
+    out = same(C.resolve(raw), tmp_path)
+    dumps = {name: json.loads(t) for name, t in out["files"].items() if name.startswith("switches/")}
+    assert all(d.get("ecmp") for name, d in dumps.items() if name.startswith("switches/l"))
+    # under ecmp a spine's n_local counts every flow that may cross it, so no
+    # step completes there (docs/ecmp.md); ecmp-flow's spines keep up
+    frontiers = {d["registers"]["frontier"][slot] for name, d in dumps.items() if name.startswith("switches/p")
+                 for slot in d["jobs"].values()}
+    assert (frontiers == {0x3FFF}) == (routing == "ecmp")
