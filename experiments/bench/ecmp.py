@@ -22,12 +22,12 @@ its packets ``--coarse`` C to one) or at the config's rates, and prints:
 
 Reordering (``--reorder``): the receivers keep no counter of it, and the
 compiled engine's are C++; the bench counts, on the Python engine at the
-config's rates (Symphony on), the data packets each receiver gets behind
-one it has already seen (an older step, or an earlier offset of the same
-step, retransmissions included).  A step starts once the previous one is
-all sent, not acknowledged (hosts/udp/endpoint.py, step_complete), so
-under ECMP the tail of step k and the head of step k+1 travel on
-different spines at once.
+config's rates (Symphony on), the data packets each receiver gets after
+one of a newer step from the same sender, and those behind a later
+transmission of their own step (``reordering``).  A step starts once the
+previous one is all sent, not acknowledged (hosts/udp/endpoint.py,
+step_complete), so under ECMP the tail of step k and the head of step k+1
+travel on different spines at once.
 
 The scenarios: the shipped 16-host victim_straggle16 on two spines (its one
 spine gives ECMP no choice: spines = 2 and the fabric rate halved, the same
@@ -157,19 +157,27 @@ def frontier_moves(pts: list[tuple[float, int]], last_step: int, end_s: float) -
 def reordering():
     """Count, at every receiver of the Python engine (hosts.udp.receiver,
     which keeps no such counter), the data packets that arrive behind one
-    already seen: an older step, or an earlier offset of the same step (a
-    retransmission counts too).  Patched in for the bench's run only."""
-    counts = {"data": 0, "late": 0}
-    newest: dict[int, tuple[int, int]] = {}
+    already seen from the same sender: of an older step than one seen
+    (``older_step``: a retransmission late in a step counts too, so
+    per-destination routing has some), or within a step with a lower
+    transmission number (the header's flags) than one seen (``within_step``:
+    overtaken on the way).  Patched in for the bench's run only."""
+    counts = {"data": 0, "older_step": 0, "within_step": 0}
+    newest: dict[int, int] = {}
+    highest: dict[tuple[int, int], int] = {}
     orig = Receiver.on_data
 
     def on_data(self, pkt, *args, **kwargs):
-        key, prev = (pkt.step, pkt.offset), newest.get(id(self))
         counts["data"] += 1
-        if prev is not None and key < prev:
-            counts["late"] += 1
+        if pkt.step < newest.get(id(self), -1):
+            counts["older_step"] += 1
         else:
-            newest[id(self)] = key
+            newest[id(self)] = pkt.step
+            key = (id(self), pkt.step)
+            if pkt.flags < highest.get(key, -1):
+                counts["within_step"] += 1
+            else:
+                highest[key] = pkt.flags
         return orig(self, pkt, *args, **kwargs)
     Receiver.on_data = on_data
     try:
@@ -328,8 +336,9 @@ def print_scenario(name: str, res: dict) -> None:
                                           s.get("end_slots_left", "-"))])
     print(align(rows))
     for routing, c in (late or {}).items():
-        print(f"{routing}: receivers saw {c['late']} of {c['data']} data packets behind one already seen "
-              "(Python engine, config rates, Symphony)" + (f"; error {c['error']}" if "error" in c else ""))
+        print(f"{routing}: of {c['data']} data packets the receivers got {c['older_step']} after a newer step's "
+              f"and {c['within_step']} behind a later transmission of their step (Python engine, config rates, "
+              "Symphony)" + (f"; error {c['error']}" if "error" in c else ""))
     for routing, r in res.items():
         print(f"{routing}: Symphony marks at the spines {r['marks']['spines']}, at the leaves {r['marks']['leaves']}"
               + (f"; errors {r['errors']}" if r["errors"] else ""))
