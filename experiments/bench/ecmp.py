@@ -32,7 +32,9 @@ travel on different spines at once.
 The scenarios: the shipped 16-host victim_straggle16 on two spines (its one
 spine gives ECMP no choice: spines = 2 and the fabric rate halved, the same
 oversubscription), and ecmp_spines2, ecmp_spines4, ecmp_spines8
-(experiments/configs/).  Figures, not a timed test.
+(experiments/configs/); ``ecmp_spines4.long`` (five iterations, 70 steps:
+past W = 64, where a spine's step_count slots are reused) on request.
+Figures, not a timed test.
 """
 
 from __future__ import annotations
@@ -71,19 +73,23 @@ ROUTINGS = ("destination", "ecmp", "ecmp-flow")
 VARIANTS = ("baseline", "symphony")
 SAMPLES_PER_STEP = 20          # frontier samples per scenario step
 CONFIGS = REPO / "experiments" / "configs"
-# name -> (config, [topology] overrides)
+# name -> (config, [topology] overrides, overrides of every [[jobs]])
 SCENARIOS = {
-    "victim_straggle16.2spines": ("victim_straggle16", {"spines": 2, "fabric_rate_mbit": 5}),
-    "ecmp_spines2": ("ecmp_spines2", {}),
-    "ecmp_spines4": ("ecmp_spines4", {}),
-    "ecmp_spines8": ("ecmp_spines8", {}),
+    "victim_straggle16.2spines": ("victim_straggle16", {"spines": 2, "fabric_rate_mbit": 5}, {}),
+    "ecmp_spines2": ("ecmp_spines2", {}, {}),
+    "ecmp_spines4": ("ecmp_spines4", {}, {}),
+    "ecmp_spines8": ("ecmp_spines8", {}, {}),
+    # 70 steps: past W = 64, where a spine's step_count slot is reused
+    "ecmp_spines4.long": ("ecmp_spines4", {}, {"iterations": 5}),
 }
+DEFAULT_SCENARIOS = ("victim_straggle16.2spines", "ecmp_spines2", "ecmp_spines4", "ecmp_spines8")
 
 
 def spec_of(name: str, routing: str) -> C.ExperimentSpec:
-    config, overrides = SCENARIOS[name]
+    config, overrides, job_overrides = SCENARIOS[name]
     raw = C.load_raw(CONFIGS / f"{config}.toml")
     raw["topology"] = {**raw["topology"], **overrides, "routing": routing}
+    raw["jobs"] = [{**job, **job_overrides} for job in raw["jobs"]]
     raw["name"] = f"{name}-{routing}"
     return C.resolve(raw, f"{config}.toml")
 
@@ -382,7 +388,7 @@ def main(argv=None) -> int:
     ap.add_argument("--plot", type=Path, help="the first scenario's job 1 frontiers, one panel per routing, here")
     args = ap.parse_args(argv)
     results = {}
-    for name in args.scenario or list(SCENARIOS):
+    for name in args.scenario or DEFAULT_SCENARIOS:
         results[name] = run_scenario(name, args.scale == "deployment", args.coarse,
                                      lambda m: print(m, file=sys.stderr, flush=True))
         if args.reorder:
