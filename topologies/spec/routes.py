@@ -58,17 +58,8 @@ def next_ports(topo: TopoSpec) -> dict[tuple[str, str], int]:
 
 
 def _next_ports(topo: TopoSpec) -> dict[tuple[str, str], int]:
-    table = {}
-    for dst in topo.hosts:
-        dist = _distances(topo, dst.name)
-        for sw in topo.switches:
-            if sw.name not in dist:
-                continue
-            cands = sorted(port for port, (peer, _, _) in topo.ports(sw.name).items()
-                           if dist.get(peer) == dist[sw.name] - 1
-                           and (peer == dst.name or topo.is_switch(peer)))
-            table[(sw.name, dst.name)] = cands[dst.index % len(cands)]
-    return table
+    index = {h.name: h.index for h in topo.hosts}
+    return {(sw, dst): cands[index[dst] % len(cands)] for (sw, dst), cands in candidate_ports(topo).items()}
 
 
 def candidate_ports(topo: TopoSpec) -> dict[tuple[str, str], tuple[int, ...]]:
