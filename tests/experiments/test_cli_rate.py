@@ -16,6 +16,7 @@ from experiments import cli_run
 from experiments import config as C
 from experiments.cli_common import Refused, rate_arg
 from experiments.cli_model import expected_load
+from experiments.config.budget import ENV_VAR as BUILD_ENV
 from experiments.config.budget import packet_budget
 from experiments.config.regime import RATE_LADDER, auto_rate, auto_scale
 from experiments.config.scale import at, scale
@@ -24,6 +25,12 @@ from experiments.sim import predict as P
 from tests.experiments.sim.test_predict import RAW
 from tests.harness import REPO
 from topologies.network.links import VIA_TWIN
+
+
+@pytest.fixture(autouse=True)
+def package_build(monkeypatch):
+    """BMv2's budget that of a known build (the package's), whatever this machine has."""
+    monkeypatch.setenv(BUILD_ENV, "package")
 
 DEMO = REPO / "experiments" / "configs" / "victim_straggle8_small.toml"
 
