@@ -1,11 +1,14 @@
 """Symphony on an ECMP fabric (issue 51, docs/ecmp.md):
-python3 -m experiments.bench.ecmp [--scenario NAME ...] [--scale deployment|config] [--coarse C] [--reorder]
-        [--json FILE] [--plot PNG]
+python3 -m experiments.bench.ecmp [--scenario NAME ...] [--routing NAME ...] [--track path|leaves]
+        [--scale deployment|config] [--coarse C] [--reorder] [--json FILE] [--plot PNG]
 
 Runs each scenario in the simulation (the compiled engine, ``--target sim``)
-with ``[topology] routing`` = destination, ecmp and ecmp-flow, baseline and
-Symphony, on repeat 0's jitter, at the deployment's scale (``--deployment``,
-its packets ``--coarse`` C to one) or at the config's rates, and prints:
+with ``[topology] routing`` = destination, ecmp and ecmp-flow (or the
+``--routing`` given), baseline and Symphony, on repeat 0's jitter, with
+``[symphony] track`` = ``--track`` (default path: every switch a flow may
+cross tracks it; leaves: its two access switches only), at the deployment's
+scale (``--scale deployment``, its packets ``--coarse`` C to one) or at the
+config's rates, and prints:
 
 * per job the baseline and Symphony CCT (config units) and the change, for
   each routing;
@@ -17,7 +20,9 @@ its packets ``--coarse`` C to one) or at the config's rates, and prints:
   times a step (advances, jumps between two samples, where it ended, its
   longest stand short of the job's last step); and from the end-of-run
   dump (switches/<name>.json) how far behind the job's last step its
-  frontier ended and how many step_count slots still held arrivals;
+  frontier ended and how many step_count slots still held arrivals; a
+  spine that tracks none of the job's flows (track leaves) says
+  "untracked";
 * Symphony's marks at the spines and at the leaves.
 
 Reordering (``--reorder``): the receivers keep no counter of it, and the
@@ -54,6 +59,7 @@ from analysis import plots
 from analysis.metrics import run_metrics
 from analysis.records import load_run
 from contract import p4names as pn
+from contract.ecmp import ROUTINGS
 from contract.tags import TAG_MASK
 from experiments import config as C
 from experiments.config import job_specs
@@ -68,8 +74,8 @@ from hosts.udp.receiver import Receiver
 from topologies.network.links import VIA_TWIN
 from topologies.spec.routes import ring_flow, route
 from topologies.switch import controlplane as cp
+from topologies.switch.params import TRACKS
 
-ROUTINGS = ("destination", "ecmp", "ecmp-flow")
 VARIANTS = ("baseline", "symphony")
 SAMPLES_PER_STEP = 20          # frontier samples per scenario step
 CONFIGS = REPO / "experiments" / "configs"
@@ -85,10 +91,11 @@ SCENARIOS = {
 DEFAULT_SCENARIOS = ("victim_straggle16.2spines", "ecmp_spines2", "ecmp_spines4", "ecmp_spines8")
 
 
-def spec_of(name: str, routing: str) -> C.ExperimentSpec:
+def spec_of(name: str, routing: str, track: str = "path") -> C.ExperimentSpec:
     config, overrides, job_overrides = SCENARIOS[name]
     raw = C.load_raw(CONFIGS / f"{config}.toml")
     raw["topology"] = {**raw["topology"], **overrides, "routing": routing}
+    raw["symphony"] = {**raw.get("symphony", {}), "track": track}
     raw["jobs"] = [{**job, **job_overrides} for job in raw["jobs"]]
     raw["name"] = f"{name}-{routing}"
     return C.resolve(raw, f"{config}.toml")
@@ -153,7 +160,7 @@ def frontier_moves(pts: list[tuple[float, int]], last_step: int, end_s: float) -
     short of the job's last step (config seconds, to the run's end if it
     never got there)."""
     moves = [b - a for (_, a), (_, b) in zip(pts, pts[1:], strict=False)]
-    ends = [t for t, _ in pts[1:]] + [end_s]
+    ends = [t for t, _ in pts[1:]] + [end_s] if pts else []      # no samples: a failed run
     stand = max((e - t for (t, v), e in zip(pts, ends, strict=True) if v < last_step), default=0.0)
     return {"advances": len(moves), "sampled_jumps": sum(m > 1 for m in moves),
             "final": pts[-1][1] if pts else None, "longest_stand_s": round(stand, 4)}
@@ -192,14 +199,14 @@ def reordering():
         Receiver.on_data = orig
 
 
-def reorder_rows(name: str, say) -> dict[str, dict]:
+def reorder_rows(name: str, say, routings: tuple[str, ...] = ROUTINGS, track: str = "path") -> dict[str, dict]:
     """Per routing, the Symphony run's arrivals behind one seen, on the
     Python engine at the config's rates (the compiled receivers count none)."""
     out = {}
-    for routing in ROUTINGS:
+    for routing in routings:
         say(f"{name}: {routing} symphony on the Python engine, counting reordering ...")
         with reordering() as counts:
-            res = simulate(spec_of(name, routing), "symphony", 1.0, engine="python")
+            res = simulate(spec_of(name, routing, track), "symphony", 1.0, engine="python")
         out[routing] = {**counts, **({"error": res["error"]} if "error" in res else {})}
     return out
 
@@ -261,7 +268,8 @@ def spines_of(spec) -> list[str]:
 
 
 def spine_rows(spec, runs: dict) -> list[dict]:
-    """Per spine and job: the frontier walk, n_local, the dumps' ends."""
+    """Per spine and job: the frontier walk, n_local, the dumps' ends; a
+    spine with none of the job's flows installed only says so (untracked)."""
     plans = cp.plan(spec.topo, [j.placed for j in spec.jobs], spec.symphony)
     rows = []
     for j in spec.jobs:
@@ -269,6 +277,7 @@ def spine_rows(spec, runs: dict) -> list[dict]:
         for sw in spines_of(spec):
             n_local = next((f.n_local for f in plans[sw].flows if f.job == j.job), 0)
             if not n_local:
+                rows.append({"job": j.job, "spine": sw, "n_local": 0, "steps": steps, "untracked": True})
                 continue
             walk = frontier_walk(arrivals(spec, j, sw, steps), n_local)
             sym = runs.get("symphony", {})
@@ -294,17 +303,18 @@ def mark_split(spec, runs: dict) -> dict[str, int]:
 
 # --- one scenario --------------------------------------------------------------
 
-def run_scenario(name: str, at_deployment: bool, coarse: int, say) -> dict:
+def run_scenario(name: str, at_deployment: bool, coarse: int, say, routings: tuple[str, ...] = ROUTINGS,
+                 track: str = "path") -> dict:
     out = {}
-    for routing in ROUTINGS:
-        spec = spec_of(name, routing)
+    for routing in routings:
+        spec = spec_of(name, routing, track)
         factor = 1.0
         if at_deployment:
             sc = deployment_scaling(spec, coarse)
             spec, factor = scale(spec, sc), sc.time
         runs = {}
         for variant in VARIANTS:
-            say(f"{name}: {routing} {variant} ...")
+            say(f"{name}: {routing} track {track} {variant} ...")
             runs[variant] = simulate(spec, variant, factor)
         out[routing] = {"jobs": job_rows(runs), "spines": spine_rows(spec, runs),
                         "marks": mark_split(spec, runs), "frontiers": runs["symphony"].get("frontiers", {}),
@@ -323,8 +333,8 @@ def job_rows(runs: dict) -> dict[str, dict]:
     return rows
 
 
-def print_scenario(name: str, res: dict) -> None:
-    print(f"\n== {name}")
+def print_scenario(name: str, res: dict, track: str = "path") -> None:
+    print(f"\n== {name} (symphony.track {track})")
     res = dict(res)
     late = res.pop("reordering", None)
     rows = [["routing", "job", "baseline s", "symphony s", "change %"]]
@@ -336,6 +346,9 @@ def print_scenario(name: str, res: dict) -> None:
              "sampled: advances", "jumps", "final", "longest stand s", "dump: behind", "slots left"]]
     for routing, r in res.items():
         for s in r["spines"]:
+            if s.get("untracked"):
+                rows.append([routing, str(s["job"]), s["spine"], "untracked", str(s["steps"])] + ["-"] * 9)
+                continue
             rows.append([str(x) for x in (routing, s["job"], s["spine"], s["n_local"], s["steps"], s["completed"],
                                           s["stalled"], s["jumps"], s["advances"], s["sampled_jumps"], s["final"],
                                           s["longest_stand_s"], s.get("end_behind", "-"),
@@ -355,7 +368,8 @@ def plot_frontiers(res: dict, name: str, job: int, path: Path) -> None:
     tracks it, one panel per routing."""
     plt = plots.plt                  # analysis.plots' matplotlib, on Agg
     res = {k: v for k, v in res.items() if k in ROUTINGS}
-    fig, axes = plt.subplots(1, len(res), figsize=(4.2 * len(res), 3.2), sharey=True)
+    fig, axes = plt.subplots(1, len(res), figsize=(4.2 * len(res), 3.2), sharey=True, squeeze=False)
+    axes = axes[0]
     for ax, (routing, r) in zip(axes, res.items(), strict=True):
         for key, pts in sorted(r["frontiers"].items()):
             sw, j = key.split("/")
@@ -377,9 +391,13 @@ def _f(x, nd: int = 3) -> str:
     return "-" if x is None else f"{x:.{nd}f}"
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python3 -m experiments.bench.ecmp", description=__doc__.split("\n")[0])
     ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
+    ap.add_argument("--routing", action="append", choices=ROUTINGS,
+                    help="[topology] routing to run (repeatable; default: all of them)")
+    ap.add_argument("--track", choices=TRACKS, default="path",
+                    help="[symphony] track of every run: path (every switch a flow may cross) or leaves")
     ap.add_argument("--scale", choices=("deployment", "config"), default="deployment")
     ap.add_argument("--coarse", type=int, default=32, help="--scale deployment: packets simulated as one")
     ap.add_argument("--json", type=Path, help="write the figures here too")
@@ -387,13 +405,20 @@ def main(argv=None) -> int:
                     help="also count the receivers' late arrivals, Symphony on, on the Python engine at config rates")
     ap.add_argument("--plot", type=Path, help="the first scenario's job 1 frontiers, one panel per routing, here")
     args = ap.parse_args(argv)
+    args.routing = tuple(dict.fromkeys(args.routing or ROUTINGS))
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     results = {}
     for name in args.scenario or DEFAULT_SCENARIOS:
         results[name] = run_scenario(name, args.scale == "deployment", args.coarse,
-                                     lambda m: print(m, file=sys.stderr, flush=True))
+                                     lambda m: print(m, file=sys.stderr, flush=True), args.routing, args.track)
         if args.reorder:
-            results[name]["reordering"] = reorder_rows(name, lambda m: print(m, file=sys.stderr, flush=True))
-        print_scenario(name, results[name])
+            results[name]["reordering"] = reorder_rows(name, lambda m: print(m, file=sys.stderr, flush=True),
+                                                       args.routing, args.track)
+        print_scenario(name, results[name], args.track)
         sys.stdout.flush()
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")

@@ -18,7 +18,7 @@ from hosts.job import MAX_STRAGGLE_S
 from topologies.spec.netem import DISTRIBUTIONS, MAX_JITTER_MS
 from topologies.spec.placement import PLACEMENTS, JobRequest
 from topologies.spec.topo import KINDS, TopoParams
-from topologies.switch.params import EcnParams, SymphonyParams
+from topologies.switch.params import TRACKS, EcnParams, SymphonyParams
 
 
 def topology(raw: Any, derived_depth: int | None = None) -> TopoParams:
@@ -187,7 +187,8 @@ def symphony(raw: Any, topo: TopoParams, depth_given: bool = True) -> SymphonyPa
                           f"mark{fix}")
     return SymphonyParams(threshold=S.integer("symphony.threshold", s.get("threshold", d["threshold"]), lo=0, hi=255),
                           k_sym=k_sym, p_sym=S.real("symphony.p_sym", s.get("p_sym", d["p_sym"]), lo=0, hi=1),
-                          gate_step=S.real("symphony.gate_step", s.get("gate_step", d["gate_step"]), lo=0, hi=1))
+                          gate_step=S.real("symphony.gate_step", s.get("gate_step", d["gate_step"]), lo=0, hi=1),
+                          track=S.string("symphony.track", s.get("track", d["track"]), TRACKS, "track"))
 
 
 def runner(raw: Any) -> RunnerParams:

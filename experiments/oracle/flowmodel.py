@@ -59,6 +59,7 @@ class _Edge:
     src: int
     links: tuple[int, ...]
     delay_s: float
+    marked_at: tuple[int, ...] = ()  # its links whose switch tracks it (RingJob.trackers), in path order
     pending: deque[int] = field(default_factory=deque)    # steps started by src, not yet being sent
     sending: int | None = None      # global step being sent
     left_bits: float = 0.0
@@ -108,7 +109,11 @@ class _Model:
     def _edge(self, j: int, job: RingJob, r: int) -> _Edge:
         path = job.paths[r]
         delay = sum(self.mi.links[self.link_index[link]].delay_s for link in path)
-        return _Edge(j, r, tuple(self.link_index[link] for link in path), delay)
+        links = tuple(self.link_index[link] for link in path)
+        sws = job.trackers[r] if job.trackers is not None else None
+        marked_at = tuple(link for link in links if self.switch_of[link] is not None
+                          and (sws is None or self.switch_of[link] in sws))
+        return _Edge(j, r, links, delay, marked_at)
 
     @staticmethod
     def _chunk_bits(job: RingJob) -> list[int]:
@@ -116,12 +121,12 @@ class _Model:
         return [(end - start) * ring.ITEM * 8 for start, end in bounds]
 
     def _crossing(self) -> dict[tuple[str, int], list[_Edge]]:
-        """(switch, job) -> the job's flows that cross the switch: whose
-        frontier that switch keeps."""
+        """(switch, job) -> the job's flows that cross the switch and that
+        it tracks: whose frontier that switch keeps."""
         out: dict[tuple[str, int], list[_Edge]] = {}
         for edges in self.edges:
             for e in edges:
-                for sw in {self.switch_of[link] for link in e.links} - {None}:
+                for sw in {self.switch_of[link] for link in e.marked_at}:
                     out.setdefault((sw, e.job), []).append(e)
         return out
 
@@ -222,8 +227,8 @@ class _Model:
     def _low_links(self, active: list[_Edge]) -> tuple[tuple[int, ...], ...]:
         """Per active flow, the links where its switch would mark it."""
         frontier = {key: min(e.step for e in edges) for key, edges in self.crossing.items()}
-        return tuple(tuple(link for link in e.links if self.switch_of[link] is not None
-                           and e.step - frontier[(self.switch_of[link], e.job)] > self.threshold)
+        return tuple(tuple(link for link in e.marked_at
+                           if e.step - frontier[(self.switch_of[link], e.job)] > self.threshold)
                      for e in active)
 
     def _share(self, active: list[_Edge]) -> None:

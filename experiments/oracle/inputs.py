@@ -28,12 +28,15 @@ class Link:
 @dataclass(frozen=True)
 class RingJob:
     """A ring AllReduce: `hosts[r]` runs rank r (ring order); `paths[r]` is the
-    directed links from rank r to rank r+1 (mod N)."""
+    directed links from rank r to rank r+1 (mod N); `trackers[r]` the
+    switches that track that edge's flow, keep its job's frontier and may
+    mark it (symphony.track), None: every switch of its path."""
     job: int
     hosts: tuple[str, ...]
     paths: tuple[tuple[str, ...], ...]
     message_bytes: int
     iterations: int
+    trackers: tuple[frozenset[str], ...] | None = None
 
     @property
     def n_ranks(self) -> int:
@@ -112,6 +115,8 @@ def _check_job(j: RingJob, known: set[str]) -> None:
         raise ModelError(f"job {j.job}: {len(j.paths)} paths for {n} ring edges")
     for r, path in enumerate(j.paths):
         _check_path(f"job {j.job} edge {r}->{(r + 1) % n}", path, known)
+    if j.trackers is not None and len(j.trackers) != n:
+        raise ModelError(f"job {j.job}: {len(j.trackers)} tracker sets for {n} ring edges")
     if not isinstance(j.message_bytes, int) or j.message_bytes < 0:
         raise ModelError(f"job {j.job}: message_bytes must be an integer >= 0")
     if not isinstance(j.iterations, int) or j.iterations < 1:

@@ -14,6 +14,10 @@ The schedule is taken as the runner applies it, after
   the model keeps one path per ring edge: the path of its first step, an
   approximation ``Scenario.notes`` states (docs/ecmp.md); under
   ``ecmp-flow`` the hash leaves the tag out and the path is exact;
+* where Symphony acts: per ring edge the switches that track its flow, the
+  control plane's (``controlplane.tracking_switches``, ``[symphony]
+  track``): under ``leaves`` its two access switches alone keep a frontier
+  for it and may mark it;
 * rate squeezes (and netem turned into squeezes by the fallback): the
   injector's own timeline, ``jitter.schedule.rate_changes`` (where squeezes
   overlap the lowest rate holds), each change on both directions of the link,
@@ -39,6 +43,7 @@ from experiments.config import ExperimentSpec
 from experiments.jitter.schedule import rate_changes, straggles
 from topologies.spec.routes import Flow, any_path_links, next_ports, ring_flow, route
 from topologies.spec.topo import TopoSpec
+from topologies.switch.controlplane import tracking_switches
 
 from .inputs import CapacityChange, CrossDemand, Link, ModelError, ModelInput, RingJob, Straggle
 from .prediction import JobPrediction, Prediction, change_pct, predict
@@ -112,6 +117,13 @@ def ring_paths(topo: TopoSpec, hosts: tuple[str, ...], table: dict | None = None
     return tuple(host_path(topo, hosts[r], hosts[(r + 1) % n], table, ring_flow(0, data_port)) for r in range(n))
 
 
+def ring_trackers(topo: TopoSpec, placed, track: str, table: dict | None = None) -> tuple[frozenset[str], ...]:
+    """Per ring edge, the switches that track its flow: the control plane's
+    (controlplane.tracking_switches, symphony.track)."""
+    return tuple(frozenset(tracking_switches(topo, src, dst, dport, track, table))
+                 for src, dst, dport in placed.ring_flows())
+
+
 def routing_notes(topo: TopoSpec) -> tuple[str, ...]:
     """What the model leaves out of the routing."""
     if topo.routing != "ecmp":
@@ -132,7 +144,7 @@ def scenario(spec: ExperimentSpec, events: Iterable[Mapping]) -> Scenario:
     topo = spec.topo
     table = next_ports(topo)
     jobs = tuple(RingJob(j.job, j.hosts, ring_paths(topo, j.hosts, table, j.placed.data_port), j.message_bytes,
-                         j.iterations)
+                         j.iterations, ring_trackers(topo, j.placed, spec.symphony.track, table))
                  for j in spec.jobs)
     changes = tuple(CapacityChange(t, directed, rate * MBIT)
                     for t, name, rate, _ in rate_changes(events) for directed in _both_ways(topo, name))

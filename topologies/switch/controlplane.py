@@ -1,7 +1,7 @@
 """The control plane, one module for both targets (BMv2 and the twin).
 
 The pure half (``plan``) computes what every switch needs from the topology,
-its routes and the placed jobs: `forward` entries, the job flows crossing it
+its routes and the placed jobs: `forward` entries, the job flows it tracks
 with their n_local, the per-port queue rate and depth.  The I/O half
 (``install``, ``dump_switch``) pushes a plan through a client with
 SimpleSwitchThriftAPI's methods (p4-utils' for bmv2, TwinClient for soft).
@@ -25,7 +25,7 @@ from topologies.spec.routes import candidate_ports, next_ports, ring_switches
 from topologies.spec.topo import TopoSpec
 from topologies.switch import program
 from topologies.switch.bmv2 import CTRL_FRAME_BYTES, CTRL_PRIORITY
-from topologies.switch.params import EcnParams, SymphonyParams
+from topologies.switch.params import TRACKS, EcnParams, SymphonyParams
 
 # bmv2's packets/s queue rate assumes frames of one size: the jobs' data
 # frames (the network passes their size: payload + headers), 1500 bytes when
@@ -182,27 +182,43 @@ def ecmp_entries(topo: TopoSpec) -> dict[str, list[EcmpEntry]]:
             for sw, groups in ecmp_groups(topo).items()}
 
 
-def flows_by_switch(topo: TopoSpec, jobs: Sequence[PlacedJob], table: dict | None = None
+def tracking_switches(topo: TopoSpec, src: str, dst: str, dport: int, track: str = "path",
+                      table: dict | None = None) -> list[str]:
+    """The switches that track a ring flow (symphony.track), in hop order:
+    ``path`` every switch its data may cross over all its steps
+    (routes.ring_switches); ``leaves`` the access switches of its source
+    and destination only (one if they share it), which see every step of
+    the flow whatever the routing (docs/ecmp.md)."""
+    if track == "path":
+        return ring_switches(topo, src, dst, dport, table)
+    if track == "leaves":
+        return list(dict.fromkeys((topo.access_switch(src)[0], topo.access_switch(dst)[0])))
+    raise ValueError(f"symphony.track: unknown track {track!r} (known: {', '.join(TRACKS)})")
+
+
+def flows_by_switch(topo: TopoSpec, jobs: Sequence[PlacedJob], table: dict | None = None, track: str = "path"
                     ) -> dict[str, list[tuple[int, str, str, int]]]:
     """switch -> [(job id, src host, dst host, data port)] of the ring flows
-    whose path crosses it, in job then rank order.  Under ``ecmp`` a flow's
-    path changes with its step, so a flow is listed at every switch any of
-    its steps may cross (routes.ring_switches), and n_local counts those:
-    at a spine more flows than any one step brings, which is what the
-    issue's Symphony-on-ECMP does (docs/ecmp.md)."""
+    it tracks (tracking_switches), in job then rank order.  Under ``ecmp``
+    a flow's path changes with its step, so with track ``path`` a flow is
+    listed at every switch any of its steps may cross, and n_local counts
+    those: at a spine more flows than any one step brings, which is what
+    the issue's Symphony-on-ECMP does (docs/ecmp.md); track ``leaves``
+    lists it at its two access switches only."""
     table = table if table is not None else next_ports(topo)
     out: dict[str, list] = {s.name: [] for s in topo.switches}
     for job in jobs:
         for src, dst, dport in job.ring_flows():
-            for sw in ring_switches(topo, src, dst, dport, table):
+            for sw in tracking_switches(topo, src, dst, dport, track, table):
                 out[sw].append((job.job, src, dst, dport))
     return out
 
 
-def n_local(topo: TopoSpec, jobs: Sequence[PlacedJob], table: dict | None = None) -> dict[tuple[str, int], int]:
-    """(switch, job id) -> number of the job's ring flows crossing the switch."""
+def n_local(topo: TopoSpec, jobs: Sequence[PlacedJob], table: dict | None = None, track: str = "path"
+            ) -> dict[tuple[str, int], int]:
+    """(switch, job id) -> number of the job's ring flows the switch tracks."""
     counts: dict[tuple[str, int], int] = {}
-    for sw, flows in flows_by_switch(topo, jobs, table).items():
+    for sw, flows in flows_by_switch(topo, jobs, table, track).items():
         for job, *_ in flows:
             counts[(sw, job)] = counts.get((sw, job), 0) + 1
     return counts
@@ -236,10 +252,10 @@ def flow_entries(topo: TopoSpec, jobs: Sequence[PlacedJob], symphony: SymphonyPa
     the program cannot track or a switch that would need more than its
     register sizes."""
     check_jobs(jobs, symphony.threshold)
-    counts = n_local(topo, jobs, table)
+    counts = n_local(topo, jobs, table, symphony.track)
     tcp = {job.job: int(job.transport == "tcp") for job in jobs}
     out = {}
-    for sw, flows in flows_by_switch(topo, jobs, table).items():
+    for sw, flows in flows_by_switch(topo, jobs, table, symphony.track).items():
         slots: dict[int, int] = {}
         entries = []
         for job, src, dst, dport in flows:

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 from contract.p4names import GATE_DEFAULT, K_SYM_DEFAULT
 
+# where the control plane installs a ring flow (SymphonyParams.track)
+TRACKS = ("path", "leaves")
+
 
 @dataclass(frozen=True)
 class EcnParams:
@@ -34,6 +37,9 @@ class SymphonyParams:
     off, else mark a flow ahead only while fewer than this many ECT packets
     ahead have left its egress port since one that is not; docs/design.md,
     "The gate");
+    track: where a ring flow is installed and counted in n_local, one of
+    TRACKS: "path" at every switch its steps may cross, "leaves" at its
+    source's and destination's access switches only (docs/ecmp.md);
     enabled False installs the flows as the baseline (tracked, never marked)."""
 
     threshold: int = 1
@@ -42,3 +48,4 @@ class SymphonyParams:
     gate_step: float = 0.0
     gate_pkts: int = GATE_DEFAULT
     enabled: bool = True
+    track: str = "path"

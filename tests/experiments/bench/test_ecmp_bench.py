@@ -1,7 +1,10 @@
 """experiments.bench.ecmp's frontier walk: a spine's step_count and frontier
-over a job's steps, from the arrivals its routes give it."""
+over a job's steps, from the arrivals its routes give it; its options and
+its report of spines that track nothing."""
 
-from experiments.bench.ecmp import frontier_walk
+import pytest
+
+from experiments.bench.ecmp import frontier_walk, parse_args, print_scenario, spec_of, spine_rows
 
 
 def test_every_flow_every_step_completes_each():
@@ -11,3 +14,23 @@ def test_every_flow_every_step_completes_each():
 def test_fewer_arrivals_than_n_local_stall_until_the_slot_is_reused():
     walk = frontier_walk([1] * 130, 3)          # a slot of W = 64 reused: steps k, k+64, k+128 fill it
     assert walk["completed"] == 2 and walk["stalled"] == 128 and walk["jumps"] == 1   # -1 -> 128, then 129
+
+
+def test_track_and_routing_options():
+    args = parse_args(["--track", "leaves", "--routing", "ecmp", "--routing", "ecmp-flow", "--routing", "ecmp"])
+    assert (args.track, args.routing) == ("leaves", ("ecmp", "ecmp-flow"))
+    args = parse_args([])
+    assert (args.track, args.routing) == ("path", ("destination", "ecmp", "ecmp-flow"))
+    with pytest.raises(SystemExit):
+        parse_args(["--track", "spines"])
+
+
+def test_a_spine_that_tracks_nothing_says_untracked(capsys):
+    leaves = spine_rows(spec_of("ecmp_spines2", "ecmp", "leaves"), {})
+    assert leaves and all(r.get("untracked") and r["n_local"] == 0 for r in leaves)
+    path = spine_rows(spec_of("ecmp_spines2", "ecmp"), {})
+    assert path and not any(r.get("untracked") for r in path)
+    res = {"ecmp": {"jobs": {}, "spines": leaves, "marks": {"spines": 0, "leaves": 0}, "errors": {}}}
+    print_scenario("ecmp_spines2", res, "leaves")
+    out = capsys.readouterr().out
+    assert "(symphony.track leaves)" in out and out.count("untracked") == len(leaves)

@@ -24,7 +24,7 @@ def test_defaults_are_filled_and_hosts_placed(base):
     # 4 x (0.5848 + 0.0256) ms = 2.442 ms, a BDP of 6105 bytes = 4.18 frames
     assert cfg["ecn"] == {"kmin": 13, "kmax": 53, "pmax": 0.2}
     assert cfg["topology"]["queue_depth_pkts"] == 106
-    assert cfg["symphony"] == {"threshold": 1, "k_sym": 1, "p_sym": 1.0, "gate_step": 0.0}
+    assert cfg["symphony"] == {"threshold": 1, "k_sym": 1, "p_sym": 1.0, "gate_step": 0.0, "track": "path"}
     job = cfg["jobs"][0]
     # interleaved over the two leaves by the topology builder's placement
     assert job["hosts"] == ["h1", "h3", "h2", "h4"]
@@ -50,6 +50,8 @@ def test_defaults_are_filled_and_hosts_placed(base):
     (lambda r: r.update(symphony={"gate_step": -0.1}), "symphony.gate_step"),
     (lambda r: r.update(symphony={"gate_step": 1.5}), "symphony.gate_step"),
     (lambda r: r.update(symphony={"gate_pkts": 64}), "symphony.gate_pkts"),     # derived, not a key
+    (lambda r: r.update(symphony={"track": "spines"}), "symphony.track"),
+    (lambda r: r.update(symphony={"track": 1}), "symphony.track"),
     (lambda r: r.update(ecn={"frame_packets": 8}), "ecn.frame_packets"),       # the scaling's, not a key
     (lambda r: r.update(colour="blue"), "colour"),
     (lambda r: r["topology"].update(spine=1), "topology.spine"),
@@ -134,6 +136,8 @@ def test_defaults_are_the_typed_specs_or_derived(base):
     (lambda r: r.update(dcqcn={"preset": "paper", "no_such_field": 1}), r"^dcqcn"),
     (lambda r: r.update(dcqcn={"preset": "off", "no_such_field": 1}), r"^dcqcn parameter 'no_such_field'"),
     # what the switches and links can do
+    (lambda r: r.update(symphony={"track": "spines"}),
+     r"^symphony\.track: unknown track 'spines' \(known: path, leaves\)$"),
     (lambda r: r.update(symphony={"k_sym": 107}),
      r"^symphony\.k_sym: 107 exceeds the queue depth derived for this network \(106 packets, .*: lower k_sym or set "
      r"topology\.queue_depth_pkts to at least 107$"),

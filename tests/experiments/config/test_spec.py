@@ -20,6 +20,15 @@ def test_resolved_config_round_trips_through_toml(base):
     assert again == cfg
 
 
+def test_symphony_track_round_trips_through_toml(base):
+    base["symphony"] = {"track": "leaves"}
+    cfg = C.resolve(base)
+    assert cfg.symphony.track == "leaves" and cfg.as_dict()["symphony"]["track"] == "leaves"
+    assert C.resolve(tomllib.loads(tomli_w.dumps(cfg.as_dict()))) == cfg
+    del base["symphony"]
+    assert C.resolve(base).as_dict()["symphony"]["track"] == "path"
+
+
 def test_as_dict_leaves_out_what_toml_cannot_hold_and_the_sweep(base):
     base["sweep"] = {"symphony.threshold": [1, 2]}
     d = C.resolve(base).as_dict()

@@ -32,6 +32,16 @@ def test_a_default_the_file_does_not_spell_out_can_be_swept(base):
     assert [spec.ecn.kmax for _, spec in C.sweep_points(base)] == [20, 30]
 
 
+def test_symphony_track_can_be_swept_and_a_bad_one_is_refused(base):
+    base["sweep"] = {"symphony.track": ["path", "leaves"]}
+    points = C.sweep_points(copy.deepcopy(base))
+    assert [(label, spec.symphony.track) for label, spec in points] == [("trackpath", "path"),
+                                                                      ("trackleaves", "leaves")]
+    base["sweep"] = {"symphony.track": ["path", "spines"]}
+    with pytest.raises(C.ConfigError, match=r"^sweep point trackspines: symphony\.track: unknown track 'spines'"):
+        C.sweep_points(base)
+
+
 def test_no_sweep_table(base):
     with pytest.raises(C.ConfigError, match=r"^sweep: --sweep given but the config has no \[sweep\] table$"):
         C.sweep_points(base)

@@ -8,6 +8,7 @@ iteration and each step moves one chunk of S/N bytes over every ring edge.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -175,6 +176,21 @@ def test_strict_priority_gives_the_victim_job_the_fabric(variant, threshold, b_c
     res = simulate(_victim(), variant, threshold)
     assert res.jobs[2].cct_s == approx((b_cct_u * u,))
     assert res.jobs[1].cct_s == approx((16 * u,))
+
+
+@pytest.mark.parametrize(("trackers", "b_cct_u"), [(None, 2), (frozenset({"s1", "s2"}), 2), (frozenset({"s1"}), 4)])
+def test_only_the_switches_that_track_a_flow_mark_it(trackers, b_cct_u):
+    # the victim case, Symphony, threshold 0: a3's flow yields on s2>s1 where
+    # s2 tracks it (B 2u); tracked at s1 alone (symphony.track leaves with
+    # s2 left out) it yields only on s1>a0, which nothing else wants: B as
+    # in the baseline, 4u
+    u = 8 * MS
+    mi = _victim()
+    a = mi.jobs[0]
+    mi = replace(mi, jobs=(replace(a, trackers=None if trackers is None else (trackers,) * a.n_ranks), mi.jobs[1]))
+    assert simulate(mi, "symphony", 0).jobs[2].cct_s == approx((b_cct_u * u,))
+    with pytest.raises(ModelError, match="1 tracker sets for 4 ring edges"):
+        simulate(replace(mi, jobs=(replace(a, trackers=(frozenset(),)), mi.jobs[1])))
 
 
 @pytest.mark.parametrize("variant", BOTH)

@@ -58,6 +58,14 @@ def test_ring_paths_follow_the_routes():
     assert (job.message_bytes, job.iterations) == (40000, 2)
 
 
+def test_the_switches_that_track_a_ring_edge_are_the_control_planes():
+    (job,) = scenario(leafspine(), []).input.jobs
+    assert job.trackers == (frozenset({"l1", "p1", "l2"}),) * 4
+    spec = leafspine(spines=2, routing="ecmp")
+    (job,) = scenario(replace(spec, symphony=replace(spec.symphony, track="leaves")), []).input.jobs
+    assert job.trackers == (frozenset({"l1", "l2"}),) * 4
+
+
 def test_a_star_path_is_two_links():
     spec = C.resolve({"topology": {"kind": "star", "hosts": 3, "host_rate_mbit": 1},
                       "jobs": [{"ranks": 3, "message_bytes": 300, "iterations": 1}]})

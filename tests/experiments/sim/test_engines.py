@@ -89,3 +89,24 @@ def test_ecmp_fabric_alike(tmp_path, routing):
     frontiers = {d["registers"]["frontier"][slot] for name, d in dumps.items() if name.startswith("switches/p")
                  for slot in d["jobs"].values()}
     assert (frontiers == {0x3FFF}) == (routing == "ecmp")
+
+
+def test_ecmp_tracked_at_the_leaves_alike(tmp_path):
+    # symphony.track = "leaves": the spines get no flow entries, so they
+    # never track or Symphony-mark; the leaves see every step of their
+    # hosts' flows and their frontiers reach each job's last step
+    raw = C.load_raw(CONFIGS / "ecmp_spines2.toml")
+    raw["topology"]["routing"] = "ecmp"
+    raw["symphony"] = {**raw.get("symphony", {}), "track": "leaves"}
+    for job in raw["jobs"]:
+        job["message_bytes"] //= 8
+    spec = C.resolve(raw)
+    out = same(spec, tmp_path)
+    dumps = {name: json.loads(t) for name, t in out["files"].items() if name.startswith("switches/")}
+    spines = {name: d for name, d in dumps.items() if name.startswith("switches/p")}
+    assert spines and all(not d["flows"] and not d["jobs"] for d in spines.values())
+    assert not any(c["packets"] for d in spines.values() for c in d["counters"]["sym_marks"].values())
+    last = {j.job: (j.iterations * 2 * (j.ranks - 1) - 1) & 0x3FFF for j in spec.jobs}
+    leaves = [d for name, d in dumps.items() if name.startswith("switches/l")]
+    assert {(job, d["registers"]["frontier"][slot]) for d in leaves for job, slot in d["jobs"].items()} == \
+        {(str(job), step) for job, step in last.items()}

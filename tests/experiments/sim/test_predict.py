@@ -61,6 +61,13 @@ def test_the_cache_key_holds_what_decides_a_run(predicted):
     assert P.tasks(four, [1], VIA_TWIN)[0].key() == a.key()
 
 
+def test_the_cache_key_holds_the_symphony_track():
+    path, leaves = (P.tasks(C.resolve({**json.loads(json.dumps(RAW)), "symphony": {"track": track}}), [1],
+                            VIA_TWIN)[0] for track in ("path", "leaves"))
+    assert path.spec.symphony.track == "path" and leaves.spec.symphony.track == "leaves"   # kept by the scaling
+    assert path.key() != leaves.key()
+
+
 def test_model_prints_the_simulation_beside_the_oracle(tmp_path):
     cfg = tmp_path / "tiny.toml"
     cfg.write_text(tomli_w.dumps(RAW))

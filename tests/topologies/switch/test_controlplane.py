@@ -54,6 +54,52 @@ def test_flow_entries_dense_ids_slots_and_limits():
         cp.flow_entries(t, jobs, SymphonyParams(threshold=2), max_jobs=1)
 
 
+# a flow on one leaf (h1 -> h2, h3 <-> h4) and flows between the leaves
+# (h2 -> h5, h5 -> h1) on a two-spine fabric: l1 holds h1..h4, l2 h5..h8
+TRACKED_JOBS = [PlacedJob(1, 5000, "udp", ("h1", "h2", "h5")), PlacedJob(2, 5010, "udp", ("h3", "h4"))]
+
+
+def test_track_path_is_the_default_and_tracks_every_switch_a_flow_may_cross():
+    t = leafspine(8, 2, 2, routing="ecmp")
+    counts = cp.n_local(t, TRACKED_JOBS)
+    assert counts == cp.n_local(t, TRACKED_JOBS, track="path")
+    # under ecmp both spines count both of job 1's flows between the leaves
+    assert counts == {("l1", 1): 3, ("l2", 1): 2, ("p1", 1): 2, ("p2", 1): 2, ("l1", 2): 2}
+    assert cp.flow_entries(t, TRACKED_JOBS, SymphonyParams()) == \
+        cp.flow_entries(t, TRACKED_JOBS, SymphonyParams(track="path"))
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "destination"])
+def test_track_leaves_installs_a_flow_at_its_two_access_switches_only(routing):
+    t = leafspine(8, 2, 2, routing=routing)
+    counts = cp.n_local(t, TRACKED_JOBS, track="leaves")
+    assert counts == {("l1", 1): 3, ("l2", 1): 2, ("l1", 2): 2}
+    for (sw, job), n in counts.items():       # n_local: the job's flows with an end on the leaf
+        ends = [{t.access_switch(s)[0], t.access_switch(d)[0]} for s, d, _ in TRACKED_JOBS[job - 1].ring_flows()]
+        assert n == sum(sw in e for e in ends)
+    flows = cp.flow_entries(t, TRACKED_JOBS, SymphonyParams(track="leaves"))
+    assert flows["p1"] == flows["p2"] == ([], {})
+    entries, slots = flows["l1"]
+    assert slots == {1: 0, 2: 1} and [e.flow_id for e in entries] == [0, 1, 2, 3, 4]
+    assert [(e.src_ip, e.job, e.n_local) for e in entries] == [
+        (t.host(h).ip, job, n) for h, job, n in (("h1", 1, 3), ("h2", 1, 3), ("h5", 1, 3), ("h3", 2, 2), ("h4", 2, 2))]
+    # the spines' routes, ECMP groups and queues (their ECN marking) are the path's
+    path, leaves = (cp.plan(t, TRACKED_JOBS, SymphonyParams(track=track)) for track in ("path", "leaves"))
+    for sw in ("p1", "p2", "l1", "l2"):
+        assert (leaves[sw].forward, leaves[sw].ecmp, leaves[sw].queues) == \
+            (path[sw].forward, path[sw].ecmp, path[sw].queues)
+    assert not leaves["p1"].flows and not leaves["p1"].jobs
+
+
+def test_tracking_switches_is_the_one_rule():
+    t = leafspine(8, 2, 2, routing="ecmp")
+    assert cp.tracking_switches(t, "h1", "h5", 5000) == ["l1", "p1", "p2", "l2"]
+    assert cp.tracking_switches(t, "h1", "h5", 5000, "leaves") == ["l1", "l2"]
+    assert cp.tracking_switches(t, "h1", "h2", 5000, "leaves") == ["l1"]
+    with pytest.raises(ValueError, match=r"^symphony\.track: unknown track 'spines' \(known: path, leaves\)$"):
+        cp.tracking_switches(t, "h1", "h5", 5000, "spines")
+
+
 def test_forward_entries_cover_every_host_on_every_switch():
     t = leafspine(6, 3, 2)
     fwd = cp.forward_entries(t)
