@@ -17,7 +17,6 @@ from experiments.jitter.schedule import make_schedule
 from experiments.sim.predict import schedule
 from hosts import dcqcn
 from hosts.dcqcn_regime import DEPLOYMENT
-from tests.harness import REPO
 from topologies.network.links import VIA_TWIN
 from topologies.spec.routes import path_links
 
@@ -153,19 +152,3 @@ def test_at_a_rate_k_times_the_bytes_on_links_r_times_as_fast(spec):
 
 def test_a_rate_is_written_as_it_is_given():
     assert [rate_words(r) for r in (1.0, 0.5, 1 / 3, 0.75, 2.0)] == ["1", "1/2", "1/3", "0.75", "2"]
-
-
-def test_the_bmv2_demo_is_the_demo_at_a_third_of_its_rates():
-    """The config written for BMv2 by hand (a third of the rates, three
-    times the durations) is what --rate 1/3 makes of the demo."""
-    demo, bmv2 = (C.load(REPO / "experiments" / "configs" / f"{n}.toml")
-                  for n in ("victim_straggle8_small", "victim_straggle8_small_bmv2"))
-    a, b = scale(demo, at(50.0, 1 / 3)), scale(bmv2, Scaling(50.0))
-    assert [j.message_bytes for j in a.jobs] == [j.message_bytes for j in b.jobs]
-    assert math.isclose(a.topology.host_rate_mbit, b.topology.host_rate_mbit, rel_tol=1e-5)
-    assert math.isclose(a.topology.fabric_rate_mbit, b.topology.fabric_rate_mbit, rel_tol=1e-5)
-    assert math.isclose(step_s(a), step_s(b), rel_tol=1e-5)
-    for x, y in zip(a.jitter, b.jitter, strict=True):
-        for k in ("start_s", "duration_s", "delay_s"):
-            if k in x:
-                assert x[k] == pytest.approx(y[k], rel=1e-5), k
