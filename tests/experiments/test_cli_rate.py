@@ -49,8 +49,9 @@ def test_a_rate_is_a_positive_number_or_fraction():
 
 def test_auto_scale_at_a_rate_is_the_k_of_the_slower_network():
     demo = C.load(DEMO)
+    slower = scale(demo, at(1.0, 1 / 3))         # the demo's network at a third of its rates
     there = auto_scale(demo, 1 / 3)
-    assert there.k == auto_scale(demo).k == 50.0 and there.rate == 1 / 3
+    assert there.k == auto_scale(slower).k == 50.0 and there.rate == 1 / 3
     assert there.describe().startswith("--scale auto: K = 50 at --rate 1/3, the smallest")
 
 
