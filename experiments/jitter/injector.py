@@ -116,6 +116,7 @@ class Injector:
     # --- actions ---------------------------------------------------------------
     def _perform(self, act: dict) -> None:
         op = act["op"]
+        begun = self.wall_ns()
         try:
             if op == "set_rate":
                 self._set_rate(act["link"], act["rate_mbit"])
@@ -136,9 +137,9 @@ class Injector:
         except InjectorError:
             raise
         except Exception as exc:
-            self._record(act, error=str(exc))
+            self._record(act, begun, error=str(exc))
             raise InjectorError(f"jitter: {op} at t={act['t']:g}s failed: {exc}") from exc
-        self._record(act)
+        self._record(act, begun)
 
     def _set_rate(self, link: str, rate: float) -> None:
         base = self._base_rate(link)
@@ -154,11 +155,16 @@ class Injector:
                 return ev["params"]["base_rate_mbit"]
         return None
 
-    def _record(self, act: dict, error: str | None = None) -> None:
+    def _record(self, act: dict, begun_ns: int | None = None, error: str | None = None) -> None:
+        """t: when the action was done (wall ns); t_begun: when it was begun,
+        so t - t_begun is what performing it cost (a switch's control call,
+        a tc on a host), apart from how late the loop came to it."""
         if self._log is None:
             return
         rel = round(self.clock() - self.t0, 6) if self.t0 is not None else None
         line = {**act, "t_sched_s": act["t"], "t": self.wall_ns(), "t_rel_s": rel}
+        if begun_ns is not None:
+            line["t_begun"] = begun_ns
         if error:
             line["error"] = error
         self._log.write(json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n")

@@ -91,9 +91,15 @@ def _runs(exp_dir: Path) -> list[Path]:
 # leaves room for a loaded machine (the agents' timer p99 reached 6 ms with 8
 # agents and 2 busy loops: docs/hosts.md, "Timer lateness").
 FIRST_STEP_MS = 10.0
-# a jitter action is applied when due after t0: measured 4-8 ms after its
-# scheduled time, which includes the control-socket call to the twin it makes
+# a jitter action is begun when due after t0: measured 0.1-2.8 ms after its
+# scheduled time, quiet or beside two busy loops
 JITTER_LATE_MS = 50.0
+# and done once both ends of the link are changed: the switch's control call
+# (2-4 ms) and a tc on the host (a process spawned into its namespace: 5-11 ms
+# on a quiet machine, 9-42 ms beside two busy loops; CI saw one action done
+# 122 ms after its time on BMv2).  The bound catches a call that hangs, not a
+# busy machine.
+JITTER_APPLY_MS = 500.0
 
 
 def _check_start(run: Path, meta: dict) -> None:
@@ -114,8 +120,9 @@ def _check_start(run: Path, meta: dict) -> None:
     due = [a for a in applied if a.get("t_sched_s") is not None]
     assert [a["op"] for a in due] == ["set_rate", "set_rate"]
     for a in due:
-        late_ms = ((a["t"] - t0) / 1e9 - a["t_sched_s"]) * 1e3
+        late_ms = ((a["t_begun"] - t0) / 1e9 - a["t_sched_s"]) * 1e3
         assert 0 <= late_ms < JITTER_LATE_MS, a
+        assert 0 <= (a["t"] - a["t_begun"]) / 1e6 < JITTER_APPLY_MS, a
 
 
 @pytest.mark.parametrize("target", ["soft", pytest.param("bmv2", marks=pytest.mark.bmv2)])

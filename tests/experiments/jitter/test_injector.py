@@ -85,6 +85,18 @@ def test_rate_squeeze_applied_on_time_and_restored(tmp_path):
     assert lines[0]["t"] == 123 and lines[0]["t_sched_s"] == 1.0 and lines[0]["t_rel_s"] == pytest.approx(1.01)
 
 
+def test_the_record_says_when_an_action_was_begun_and_when_done(tmp_path):
+    """t_begun is read before the network call, t after it: a slow control
+    call shows as their difference, apart from how late the loop came."""
+    events = schedule([{"kind": "rate", "rank": 1, "start_s": 0.0, "duration_s": 1.0, "fraction": 0.5}])
+    walls = iter([1_000, 41_000])
+    inj = Injector(FakeNet(), events, tmp_path / "applied.jsonl", clock=Clock(), wall_ns=lambda: next(walls))
+    inj.start()
+    inj.tick()
+    line = json.loads((tmp_path / "applied.jsonl").read_text())
+    assert (line["t_begun"], line["t"]) == (1_000, 41_000)
+
+
 def test_stop_restores_a_squeeze_still_in_force():
     events = schedule([{"kind": "rate", "link": "l1-p1", "start_s": 0.0, "duration_s": 50, "fraction": 0.5}])
     net, clock = FakeNet(), Clock()
