@@ -69,12 +69,12 @@ void Pipeline::table_add(const std::string& table, const std::string& action, co
         }
         auto it = std::find_if(lpm_.begin(), lpm_.end(), [&](const auto& b) { return b.first == plen; });
         if (it == lpm_.end()) {
-            lpm_.emplace_back(plen, std::unordered_map<uint32_t, Fwd>{});
+            lpm_.emplace_back(plen, FlatMap<uint32_t, Fwd, AddrHash>{});
             // tables.py's lpm_lengths: longest first
             std::sort(lpm_.begin(), lpm_.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
             it = std::find_if(lpm_.begin(), lpm_.end(), [&](const auto& b) { return b.first == plen; });
         }
-        it->second[static_cast<uint32_t>(keys[0])] = e;
+        it->second.put(static_cast<uint32_t>(keys[0]), e);
     } else if (table == "symphony_flows") {
         if (keys.size() != 3) refuse("symphony_flows: keys are {src, dst, dport}");
         Track t{action == "track", 0, 0, 0, 0, 0, 0};
@@ -85,7 +85,7 @@ void Pipeline::table_add(const std::string& table, const std::string& action, co
             t.enabled = static_cast<uint8_t>(params[4]), t.tcp = static_cast<uint8_t>(params[5]);
         }
         FlowKey k{static_cast<uint32_t>(keys[0]), static_cast<uint32_t>(keys[1]), static_cast<uint16_t>(keys[2])};
-        flows_[k] = t;
+        flows_.put(k, t);
     } else if (table == "ecmp_select") {
         if (keys.size() != 2) refuse("ecmp_select: keys are {group, bucket}");
         if (keys[0] >= p4::ECMP_GROUPS || keys[1] >= p4::ECMP_BUCKETS) refuse("ecmp_select: key out of range");
@@ -178,8 +178,7 @@ const std::vector<CounterCell>& Pipeline::counter_cells(const std::string& name)
 const Pipeline::Fwd* Pipeline::lookup_lpm(uint32_t dst) const {
     for (const auto& [plen, bucket] : lpm_) {
         const uint32_t mask = plen == 0 ? 0 : 0xFFFFFFFFu << (32 - plen);
-        auto it = bucket.find(dst & mask);
-        if (it != bucket.end()) return &it->second;
+        if (const Fwd* f = bucket.find(dst & mask)) return f;
     }
     return nullptr;
 }
@@ -205,10 +204,10 @@ Meta Pipeline::ingress(int in_port, Pkt& pkt) {
     pkt.ttl -= 1;
     // candidates: tagged UDP (top two bits of the source port) or TCP (tag in the DSCP)
     if ((udp && pkt.sport >= p4::TAG_BASE) || tcp) {
-        auto it = flows_.find(FlowKey{pkt.src_ip, pkt.dst_ip, pkt.dport});
-        if (it != flows_.end() && it->second.track && it->second.tcp == static_cast<uint8_t>(tcp)) {
+        const Track* t = flows_.find(FlowKey{pkt.src_ip, pkt.dst_ip, pkt.dport});
+        if (t != nullptr && t->track && t->tcp == static_cast<uint8_t>(tcp)) {
             const uint32_t step = tcp ? static_cast<uint32_t>(pkt.tos >> 2) : (pkt.sport & p4::TAG_MASK);
-            track(meta, it->second, step, pkt.len);
+            track(meta, *t, step, pkt.len);
         }
     }
     return meta;

@@ -10,10 +10,10 @@
 #include <array>
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "flatmap.hpp"
 #include "packet.hpp"
 #include "rng.hpp"
 
@@ -147,9 +147,12 @@ private:
 
     std::vector<uint32_t> seed_key_;
     Rng rng_;
+    struct AddrHash {
+        size_t operator()(uint32_t a) const { return a; }
+    };
     // forward (LPM): per prefix length a hash map, longest first
-    std::vector<std::pair<int, std::unordered_map<uint32_t, Fwd>>> lpm_;
-    std::unordered_map<FlowKey, Track, FlowHash> flows_;
+    std::vector<std::pair<int, FlatMap<uint32_t, Fwd, AddrHash>>> lpm_;
+    FlatMap<FlowKey, Track, FlowHash> flows_;
     std::vector<int32_t> ecmp_;              // group * BUCKETS + bucket -> port, -1: no entry or drop
     std::vector<Range> ranges_;              // by (prio, order): the first match wins
     uint64_t range_order_ = 0;
