@@ -120,17 +120,19 @@ nb::dict counters_dict(const Counters& c) {
 // The SACK bitmap as the Python's integer (bit j = packet cum_index + 1 + j)
 nb::object sack_int(const Pkt& p) {
     nb::object value = nb::int_(0);
-    if (!p.sack) return value;
-    for (size_t w = p.sack->size(); w-- > 0;)
-        value = (value << nb::int_(64)) | nb::int_((*p.sack)[w]);
+    const auto* sack = p.sack();
+    if (!sack) return value;
+    for (size_t w = sack->size(); w-- > 0;)
+        value = (value << nb::int_(64)) | nb::int_((*sack)[w]);
     return value;
 }
 
 nb::object payload_of(const Pkt& p) {
-    if (!p.chunk) return nb::none();
-    size_t end = std::min(p.chunk->size(), size_t(p.offset) + p.length);
+    const auto* chunk = p.chunk();
+    if (!chunk) return nb::none();
+    size_t end = std::min(chunk->size(), size_t(p.offset) + p.length);
     size_t off = std::min(size_t(p.offset), end);
-    return nb::bytes(reinterpret_cast<const char*>(p.chunk->data()) + off, end - off);
+    return nb::bytes(reinterpret_cast<const char*>(chunk->data()) + off, end - off);
 }
 
 // An endpoint made from Python: its recv_len is a Python callable, held

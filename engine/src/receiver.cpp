@@ -90,7 +90,7 @@ void Receiver::send_ctrl(Kind kind, int64_t step, uint32_t cum, uint16_t flags, 
         pkt.cum = cum;
         pkt.flags = flags;
         pkt.echo = echo;
-        pkt.sack = std::move(sack);
+        pkt.set_sack(std::move(sack));
     } else {
         pkt.len = HEADERS + WIRE_CNP;
     }
@@ -179,8 +179,9 @@ void Receiver::accept(RecvFlow& f, const Pkt& pkt, double now) {
     }
     // the descriptor carries the step's whole chunk: this packet's bytes
     // are its [offset, offset + length)
-    if (keep && pkt.chunk && pkt.chunk->size() >= size_t(off + length))
-        std::memcpy(f.buf.data() + off, pkt.chunk->data() + off, size_t(length));
+    const auto* chunk = pkt.chunk();
+    if (keep && chunk && chunk->size() >= size_t(off + length))
+        std::memcpy(f.buf.data() + off, chunk->data() + off, size_t(length));
     f.mask[size_t(idx >> 6)] |= uint64_t(1) << (idx & 63);
     if (idx > f.hi_got) f.hi_got = idx;
     ++f.n_got;

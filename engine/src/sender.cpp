@@ -128,7 +128,7 @@ int64_t Sender::transmit(SendFlow& f, int64_t idx, Why why, double now) {
     pkt.offset = static_cast<uint32_t>(off);
     pkt.length = static_cast<uint32_t>(length);
     pkt.flags = static_cast<uint16_t>(seq_ & ECHO_MASK);
-    pkt.chunk = f.chunk;
+    pkt.set_chunk(f.chunk);
     io_.send(std::move(pkt));
     f.txseq[idx] = seq_;
     f.last_seq = seq_;
@@ -279,7 +279,7 @@ void Sender::on_ack(const Pkt& ack, double now) {
             return;
         }
         upto = (cum + psize_ - 1) / psize_;
-        use_sack = ack.sack != nullptr;
+        use_sack = ack.sack() != nullptr;
     }
     c.add(Ctr::rx_ack);
     peer_heard = true;
@@ -299,7 +299,7 @@ void Sender::on_ack(const Pkt& ack, double now) {
     int64_t n_before = f.n_acked;
     for (int64_t i = f.cum; i < upto; ++i)
         if (!f.acked[i]) mark(f, i, now, sample);
-    if (use_sack) mark_sack(f, upto + 1, *ack.sack, now, sample);
+    if (use_sack) mark_sack(f, upto + 1, *ack.sack(), now, sample);
     int64_t cum = std::max(f.cum, upto);
     while (cum < f.n && f.acked[cum]) ++cum;
     f.cum = cum;
