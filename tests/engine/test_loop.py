@@ -52,7 +52,17 @@ def test_a_callbacks_exception_reaches_the_caller():
         e.run()
 
 
-def test_a_pending_signal_ends_a_long_run():
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT as a terminal's Ctrl-C reaches Python: a suite run from a
+    background job (`cmd &` in a script) starts with SIGINT ignored (POSIX),
+    and the signal would then never reach the engine's poll."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_a_pending_signal_ends_a_long_run(ctrl_c_raises):
     e = E.Engine()
 
     def spin(n):
