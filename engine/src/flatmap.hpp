@@ -10,7 +10,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 namespace sym {
@@ -46,7 +45,6 @@ public:
         n_ = 0;
         mask_ = 0;
     }
-    size_t size() const { return n_; }
 
 private:
     struct Slot {

@@ -144,12 +144,12 @@ private:
             return static_cast<size_t>(h ^ (h >> 29) ^ (static_cast<uint64_t>(k.dport) * 0xBF58476D1CE4E5B9ULL));
         }
     };
+    struct AddrHash {            // FlatMap spreads the bits itself
+        size_t operator()(uint32_t a) const { return a; }
+    };
 
     std::vector<uint32_t> seed_key_;
     Rng rng_;
-    struct AddrHash {
-        size_t operator()(uint32_t a) const { return a; }
-    };
     // forward (LPM): per prefix length a hash map, longest first
     std::vector<std::pair<int, FlatMap<uint32_t, Fwd, AddrHash>>> lpm_;
     FlatMap<FlowKey, Track, FlowHash> flows_;

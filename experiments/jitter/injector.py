@@ -155,16 +155,14 @@ class Injector:
                 return ev["params"]["base_rate_mbit"]
         return None
 
-    def _record(self, act: dict, begun_ns: int | None = None, error: str | None = None) -> None:
+    def _record(self, act: dict, begun_ns: int, error: str | None = None) -> None:
         """t: when the action was done (wall ns); t_begun: when it was begun,
         so t - t_begun is what performing it cost (a switch's control call,
         a tc on a host), apart from how late the loop came to it."""
         if self._log is None:
             return
         rel = round(self.clock() - self.t0, 6) if self.t0 is not None else None
-        line = {**act, "t_sched_s": act["t"], "t": self.wall_ns(), "t_rel_s": rel}
-        if begun_ns is not None:
-            line["t_begun"] = begun_ns
+        line = {**act, "t_sched_s": act["t"], "t": self.wall_ns(), "t_rel_s": rel, "t_begun": begun_ns}
         if error:
             line["error"] = error
         self._log.write(json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n")
@@ -183,8 +181,9 @@ class Injector:
         if restore:
             for link, base in list(self.squeezed.items()):
                 try:
+                    begun = self.wall_ns()
                     self.net.set_link_rate(link, base)
-                    self._record({"t": None, "op": "restore_rate", "link": link, "rate_mbit": base})
+                    self._record({"t": None, "op": "restore_rate", "link": link, "rate_mbit": base}, begun)
                     del self.squeezed[link]
                 except Exception as exc:
                     problems.append(f"restore {link}: {exc}")
