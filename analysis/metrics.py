@@ -216,6 +216,26 @@ def cnp_counts(events: list[Event]) -> dict[str, Any]:
     }
 
 
+def _count(v: Any) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def reordering(events: list[Event]) -> dict[str, Any]:
+    """The receivers' valid data packets and those of them that came behind
+    one of a newer step from the same sender (the ``stats`` counters
+    rx_data and rx_older_step, docs/hosts.md): under ECMP the reordering
+    the fabric makes at step boundaries.  Zeros where no ``stats`` came
+    (a failed agent) or the transport keeps no such counter (TCP)."""
+    data = older = 0
+    for e in _of_kind(events, "stats"):
+        c = e.get("counters")
+        if isinstance(c, dict):      # records from elsewhere may hold anything
+            data += _count(c.get("rx_data"))
+            older += _count(c.get("rx_older_step"))
+    return {"rx_data": data, "rx_older_step": older,
+            "older_step_share": older / data if data else None}
+
+
 def quantile(xs: list[float], q: float) -> float:
     """Nearest-rank quantile of a sorted, non-empty list."""
     return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
@@ -459,6 +479,7 @@ def job_metrics(events: list[Event], t0: int, rate_bps: float | None, max_points
         "cnp": cnp_counts(events),
         "rates": traces,
         "retransmits": sum(1 for e in events if e["kind"] == "retransmit"),
+        "reordering": reordering(events),
         "errors": [e["reason"] for e in events if e["kind"] == "error"],
     }
 

@@ -6,7 +6,7 @@
 namespace sym {
 
 const char* const COUNTER_NAMES[N_COUNTERS] = {
-    "tx_data", "rx_data", "tx_ack", "rx_ack", "tx_cnp", "rx_cnp", "rx_ce", "dup_data", "stale_ack",
+    "tx_data", "rx_data", "tx_ack", "rx_ack", "tx_cnp", "rx_cnp", "rx_ce", "dup_data", "stale_ack", "rx_older_step",
     "retransmit_timeout", "retransmit_gap", "retransmit_probe",
     "drop_bad_magic", "drop_job", "drop_peer", "drop_tag", "drop_step", "drop_offset", "drop_bad_ack",
     "drop_misdirected",

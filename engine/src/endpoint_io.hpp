@@ -51,7 +51,7 @@ inline int32_t port_tag(uint16_t port) {
 // once it was written (rtt_sum_us may be written with 0), so each counter
 // carries whether it was: the dict the Python face builds has the same keys.
 enum class Ctr : uint8_t {
-    tx_data, rx_data, tx_ack, rx_ack, tx_cnp, rx_cnp, rx_ce, dup_data, stale_ack,
+    tx_data, rx_data, tx_ack, rx_ack, tx_cnp, rx_cnp, rx_ce, dup_data, stale_ack, rx_older_step,
     retransmit_timeout, retransmit_gap, retransmit_probe,
     drop_bad_magic, drop_job, drop_peer, drop_tag, drop_step, drop_offset, drop_bad_ack,
     drop_misdirected,

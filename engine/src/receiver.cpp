@@ -138,7 +138,7 @@ void Receiver::on_data(const Pkt& pkt, double now) {
     }
     if (step < low) {
         // taken already: the sender missed our last ACK
-        c.add(Ctr::rx_data);
+        count_valid(step);
         c.add(Ctr::dup_data);
         last_data = now;
         send_ctrl(Kind::Ack, step, 0, ACK_COMPLETE, 0, nullptr, 0);
@@ -158,9 +158,19 @@ void Receiver::on_data(const Pkt& pkt, double now) {
     accept(*f, pkt, now);
 }
 
+// hosts/udp/receiver.py's _count_valid: rx_data, and rx_older_step for a
+// packet behind one of a newer step (ECMP's reordering, late retransmissions)
+void Receiver::count_valid(int64_t step) {
+    io_.counters.add(Ctr::rx_data);
+    if (step < newest)
+        io_.counters.add(Ctr::rx_older_step);
+    else
+        newest = step;
+}
+
 void Receiver::accept(RecvFlow& f, const Pkt& pkt, double now) {
     Counters& c = io_.counters;
-    c.add(Ctr::rx_data);
+    count_valid(f.step);
     last_data = now;
     f.echo = pkt.flags;
     bool ce = (pkt.tos & 3) == ECN_CE;

@@ -72,6 +72,7 @@ public:
     int64_t max_ahead;
     bool keep;
     int64_t low = 0;                // lowest step not yet taken by the ring
+    int64_t newest = -1;            // newest step a valid data packet came with
     double last_data = -TRANSPORT_INF;   // time of the last valid data packet
 
 private:
@@ -81,6 +82,7 @@ private:
     std::shared_ptr<const std::vector<uint64_t>> sack_of(const RecvFlow& f, uint32_t* nbytes) const;
     RecvFlow* open_flow(int64_t step);
     void accept(RecvFlow& f, const Pkt& pkt, double now);
+    void count_valid(int64_t step);
 
     EndpointIo& io_;
     int64_t psize_;

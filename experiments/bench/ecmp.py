@@ -1,6 +1,6 @@
 """Symphony on an ECMP fabric (issue 51, docs/ecmp.md):
 python3 -m experiments.bench.ecmp [--scenario NAME ...] [--routing NAME ...] [--track path|leaves]
-        [--scale deployment|config] [--coarse C] [--reorder] [--json FILE] [--plot PNG]
+        [--scale deployment|config] [--coarse C] [--json FILE] [--plot PNG]
 
 Runs each scenario in the simulation (the compiled engine, ``--target sim``)
 with ``[topology] routing`` = destination, ecmp and ecmp-flow (or the
@@ -25,14 +25,13 @@ config's rates, and prints:
   "untracked";
 * Symphony's marks at the spines and at the leaves.
 
-Reordering (``--reorder``): the receivers keep no counter of it, and the
-compiled engine's are C++; the bench counts, on the Python engine at the
-config's rates (Symphony on), the data packets each receiver gets after
-one of a newer step from the same sender, and those behind a later
-transmission of their own step (``reordering``).  A step starts once the
-previous one is all sent, not acknowledged (hosts/udp/endpoint.py,
-step_complete), so under ECMP the tail of step k and the head of step k+1
-travel on different spines at once.
+* per routing and variant, the reordering the receivers saw: of their
+  valid data packets (frames, at the deployment's scale), how many came
+  behind one of a newer step from the same sender (the records' stats
+  counter rx_older_step, docs/hosts.md).  A step starts once the previous
+  one is all sent, not acknowledged (hosts/udp/endpoint.py,
+  step_complete), so under ECMP the tail of step k and the head of step
+  k+1 travel on different spines at once.
 
 The scenarios: the shipped 16-host victim_straggle16 on two spines (its one
 spine gives ECMP no choice: spines = 2 and the fabric rate halved, the same
@@ -50,7 +49,6 @@ import shutil
 import sys
 import tempfile
 import warnings
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from statistics import mean
@@ -70,7 +68,6 @@ from experiments.sim.ranks import EPOCH_NS
 from experiments.sim.run import SimRun
 from experiments.supervise import REPO
 from experiments.tables import align
-from hosts.udp.receiver import Receiver
 from topologies.network.links import VIA_TWIN
 from topologies.spec.routes import ring_flow, route
 from topologies.switch import controlplane as cp
@@ -125,9 +122,10 @@ def simulate(spec: C.ExperimentSpec, variant: str, time_factor: float, engine: s
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             run = load_run(run_dir)
-        jobs = {job: mean(j["cct_s"]) / time_factor if j["cct_s"] else None
-                for job, j in run_metrics(run.events, run.switches, run.config, run.jitter)["jobs"].items()}
-        return {"cct": jobs, "switches": run.switches, "end_s": sim.engine.now / time_factor,
+        per_job = run_metrics(run.events, run.switches, run.config, run.jitter)["jobs"]
+        jobs = {job: mean(j["cct_s"]) / time_factor if j["cct_s"] else None for job, j in per_job.items()}
+        late = {k: sum(j["reordering"][k] for j in per_job.values()) for k in ("rx_data", "rx_older_step")}
+        return {"cct": jobs, "reordering": late, "switches": run.switches, "end_s": sim.engine.now / time_factor,
                 "frontiers": {f"{sw}/{job}": [(t / time_factor, v) for t, v in pts]
                               for (sw, job), pts in series.items()}}
     finally:
@@ -164,51 +162,6 @@ def frontier_moves(pts: list[tuple[float, int]], last_step: int, end_s: float) -
     stand = max((e - t for (t, v), e in zip(pts, ends, strict=True) if v < last_step), default=0.0)
     return {"advances": len(moves), "sampled_jumps": sum(m > 1 for m in moves),
             "final": pts[-1][1] if pts else None, "longest_stand_s": round(stand, 4)}
-
-
-@contextmanager
-def reordering():
-    """Count, at every receiver of the Python engine (hosts.udp.receiver,
-    which keeps no such counter), the data packets that arrive behind one
-    already seen from the same sender: of an older step than one seen
-    (``older_step``: a retransmission late in a step counts too, so
-    per-destination routing has some), or within a step with a lower
-    transmission number (the header's flags) than one seen (``within_step``:
-    overtaken on the way).  Patched in for the bench's run only."""
-    counts = {"data": 0, "older_step": 0, "within_step": 0}
-    newest: dict[int, int] = {}
-    highest: dict[tuple[int, int], int] = {}
-    orig = Receiver.on_data
-
-    def on_data(self, pkt, *args, **kwargs):
-        counts["data"] += 1
-        if pkt.step < newest.get(id(self), -1):
-            counts["older_step"] += 1
-        else:
-            newest[id(self)] = pkt.step
-            key = (id(self), pkt.step)
-            if pkt.flags < highest.get(key, -1):
-                counts["within_step"] += 1
-            else:
-                highest[key] = pkt.flags
-        return orig(self, pkt, *args, **kwargs)
-    Receiver.on_data = on_data
-    try:
-        yield counts
-    finally:
-        Receiver.on_data = orig
-
-
-def reorder_rows(name: str, say, routings: tuple[str, ...] = ROUTINGS, track: str = "path") -> dict[str, dict]:
-    """Per routing, the Symphony run's arrivals behind one seen, on the
-    Python engine at the config's rates (the compiled receivers count none)."""
-    out = {}
-    for routing in routings:
-        say(f"{name}: {routing} symphony on the Python engine, counting reordering ...")
-        with reordering() as counts:
-            res = simulate(spec_of(name, routing, track), "symphony", 1.0, engine="python")
-        out[routing] = {**counts, **({"error": res["error"]} if "error" in res else {})}
-    return out
 
 
 # --- the spines' frontiers as the routes make them --------------------------------
@@ -319,6 +272,7 @@ def run_scenario(name: str, at_deployment: bool, coarse: int, say, routings: tup
         out[routing] = {"jobs": job_rows(runs), "spines": spine_rows(spec, runs),
                         "marks": mark_split(spec, runs), "frontiers": runs["symphony"].get("frontiers", {}),
                         "end_s": runs["symphony"].get("end_s"),
+                        "reordering": {v: r["reordering"] for v, r in runs.items() if "reordering" in r},
                         "errors": {v: r["error"] for v, r in runs.items() if "error" in r}}
     return out
 
@@ -335,8 +289,6 @@ def job_rows(runs: dict) -> dict[str, dict]:
 
 def print_scenario(name: str, res: dict, track: str = "path") -> None:
     print(f"\n== {name} (symphony.track {track})")
-    res = dict(res)
-    late = res.pop("reordering", None)
     rows = [["routing", "job", "baseline s", "symphony s", "change %"]]
     for routing, r in res.items():
         for job, j in r["jobs"].items():
@@ -354,10 +306,11 @@ def print_scenario(name: str, res: dict, track: str = "path") -> None:
                                           s["longest_stand_s"], s.get("end_behind", "-"),
                                           s.get("end_slots_left", "-"))])
     print(align(rows))
-    for routing, c in (late or {}).items():
-        print(f"{routing}: of {c['data']} data packets the receivers got {c['older_step']} after a newer step's "
-              f"and {c['within_step']} behind a later transmission of their step (Python engine, config rates, "
-              "Symphony)" + (f"; error {c['error']}" if "error" in c else ""))
+    for routing, r in res.items():
+        for variant, c in r.get("reordering", {}).items():
+            share = f" ({100 * c['rx_older_step'] / c['rx_data']:.1f} %)" if c["rx_data"] else ""
+            print(f"{routing} {variant}: of {c['rx_data']} data packets the receivers got {c['rx_older_step']}"
+                  f"{share} after a newer step's")
     for routing, r in res.items():
         print(f"{routing}: Symphony marks at the spines {r['marks']['spines']}, at the leaves {r['marks']['leaves']}"
               + (f"; errors {r['errors']}" if r["errors"] else ""))
@@ -401,8 +354,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--scale", choices=("deployment", "config"), default="deployment")
     ap.add_argument("--coarse", type=int, default=32, help="--scale deployment: packets simulated as one")
     ap.add_argument("--json", type=Path, help="write the figures here too")
-    ap.add_argument("--reorder", action="store_true",
-                    help="also count the receivers' late arrivals, Symphony on, on the Python engine at config rates")
     ap.add_argument("--plot", type=Path, help="the first scenario's job 1 frontiers, one panel per routing, here")
     args = ap.parse_args(argv)
     args.routing = tuple(dict.fromkeys(args.routing or ROUTINGS))
@@ -415,9 +366,6 @@ def main(argv=None) -> int:
     for name in args.scenario or DEFAULT_SCENARIOS:
         results[name] = run_scenario(name, args.scale == "deployment", args.coarse,
                                      lambda m: print(m, file=sys.stderr, flush=True), args.routing, args.track)
-        if args.reorder:
-            results[name]["reordering"] = reorder_rows(name, lambda m: print(m, file=sys.stderr, flush=True),
-                                                       args.routing, args.track)
         print_scenario(name, results[name], args.track)
         sys.stdout.flush()
     if args.json:

@@ -83,6 +83,7 @@ class Receiver:
         self.keep = keep
         self.flows: dict[int, RecvFlow] = {}
         self.low = 0                 # lowest step not yet taken by the ring
+        self.newest = -1             # newest step a valid data packet came with
         self.last_data = -math.inf   # time of the last valid data packet
         self._ack_delay = params.ack_delay_ms / 1000.0
 
@@ -114,6 +115,18 @@ class Receiver:
         flow.pending = 0
         flow.ack_due = math.inf
 
+    def _count_valid(self, step: int) -> None:
+        """rx_data, and rx_older_step for a packet behind one of a newer
+        step: under ECMP (docs/ecmp.md) the tail of a step overtaken by the
+        next step's head on another path, or a retransmission sent after
+        the next step began.  The records carry it so every target's runs
+        show the reordering the fabric made."""
+        self.counters["rx_data"] += 1
+        if step < self.newest:
+            self.counters["rx_older_step"] += 1
+        else:
+            self.newest = step
+
     def on_data(self, pkt: wire.Data, payload, src_ip: str, src_port: int, tos: int,
                 now: float) -> None:
         """One parsed data packet: checked, counted, buffered, acknowledged."""
@@ -130,7 +143,7 @@ class Receiver:
             return
         if step < self.low:
             # taken already: the sender missed our last ACK
-            c["rx_data"] += 1
+            self._count_valid(step)
             c["dup_data"] += 1
             self.last_data = now
             self.out.ctrl(wire.pack_ack(self.job, self.rank, step, 0, 0, ACK_COMPLETE))
@@ -148,7 +161,7 @@ class Receiver:
         if off % psize or off >= flow.total or length != min(psize, flow.total - off):
             c["drop_offset"] += 1
             return
-        c["rx_data"] += 1
+        self._count_valid(step)
         self.last_data = now
         flow.echo = pkt.flags
         ce = (tos & 3) == tags.ECN_CE
