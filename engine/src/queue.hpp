@@ -27,6 +27,7 @@ public:
     T& front() { return buf_[head_]; }
     const T& front() const { return buf_[head_]; }
     const T& operator[](size_t i) const { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+    const T& back() const { return (*this)[n_ - 1]; }
     void push_back(T&& v) {
         if (n_ == buf_.size()) grow();
         buf_[(head_ + n_) & (buf_.size() - 1)] = std::move(v);

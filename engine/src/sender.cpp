@@ -106,8 +106,7 @@ bool Sender::sendable() const {
 }
 
 void Sender::push_timer(double deadline, int64_t seq, int64_t step, int64_t idx) {
-    timers_.push_back(Timer{deadline, seq, step, idx});
-    std::push_heap(timers_.begin(), timers_.end(), TimerLater{});
+    timers_.push(Timer{deadline, seq, step, idx});
 }
 
 int64_t Sender::transmit(SendFlow& f, int64_t idx, Why why, double now) {
@@ -133,6 +132,7 @@ int64_t Sender::transmit(SendFlow& f, int64_t idx, Why why, double now) {
     f.txseq[idx] = seq_;
     f.last_seq = seq_;
     f.txtime[idx] = now;
+    f.sent_order.emplace_back(seq_, idx);
     if (why != Why::New) f.rtx_time.emplace_back(seq_, now);
     push_timer(now + cur_rto(), seq_, f.step, idx);
     arm_probe(f, now);
@@ -189,10 +189,8 @@ void Sender::queue(SendFlow& f, int64_t idx, Why why) {
 }
 
 void Sender::fire_timers(double now) {
-    while (!timers_.empty() && timers_.front().deadline <= now) {
-        std::pop_heap(timers_.begin(), timers_.end(), TimerLater{});
-        Timer t = timers_.back();
-        timers_.pop_back();
+    while (!timers_.empty() && timers_.top().deadline <= now) {
+        Timer t = timers_.pop();
         SendFlow* f = flow(t.step);
         if (!f || f->done || f->acked[t.idx] || f->queued[t.idx] || f->txseq[t.idx] != t.seq) continue;
         double due = std::max(f->txtime[t.idx], f->progress_at) + cur_rto();
@@ -321,14 +319,24 @@ void Sender::on_ack(const Pkt& ack, double now) {
 }
 
 void Sender::gap_rule(SendFlow& f) {
-    int64_t hi = f.hi_seq;
-    bool tail = hi >= f.last_seq;
-    for (int64_t i = f.cum; i < f.next_new; ++i) {
-        if (!f.acked[i] && !f.queued[i]) {
-            int64_t d = hi - f.txseq[i];
-            if (d >= DUPTHRESH || (tail && d > 0)) queue(f, i, Why::Gap);
-        }
+    // the Python's scan of the window, in index order, queues each live
+    // packet with hi - txseq >= DUPTHRESH, or > 0 at the tail: those are
+    // the live transmissions of sent_order up to a txseq threshold
+    const int64_t hi = f.hi_seq;
+    const int64_t upto = hi >= f.last_seq ? hi - 1 : hi - DUPTHRESH;
+    gap_due_.clear();
+    auto& order = f.sent_order;
+    while (f.sent_head < order.size() && order[f.sent_head].first <= upto) {
+        auto [seq, i] = order[f.sent_head++];
+        if (!f.acked[i] && !f.queued[i] && f.txseq[i] == seq) gap_due_.push_back(i);
     }
+    if (f.sent_head == order.size()) order.clear(), f.sent_head = 0;
+    else if (f.sent_head > 1024 && f.sent_head * 2 > order.size()) {
+        order.erase(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(f.sent_head));
+        f.sent_head = 0;
+    }
+    std::sort(gap_due_.begin(), gap_due_.end());
+    for (int64_t i : gap_due_) queue(f, i, Why::Gap);
 }
 
 void Sender::rtt_sample(double rtt) {
@@ -365,7 +373,7 @@ void Sender::log_rate(double now) {
 }
 
 double Sender::next_wakeup(double now) const {
-    double t = timers_.empty() ? TRANSPORT_INF : timers_.front().deadline;
+    double t = timers_.empty() ? TRANSPORT_INF : timers_.top().deadline;
     for (const auto& f : flows_)
         if (f->probe_at < t) t = f->probe_at;
     if (sendable()) t = std::min(t, rp->rate_bps != 0 ? next_tx_ : now);

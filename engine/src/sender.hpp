@@ -13,6 +13,7 @@
 #include "endpoint_io.hpp"
 #include "lateness.hpp"
 #include "packet.hpp"
+#include "sorted_run.hpp"
 
 namespace sym {
 
@@ -72,6 +73,12 @@ struct SendFlow {
     bool probed = false;
     double progress_at = -TRANSPORT_INF;
     bool done = false;
+    // (txseq, index) of each transmission in the order sent, so by txseq: the
+    // gap rule's candidates are the live ones at the head (not acked, not
+    // queued, not sent again since), and it reads only those a step of hi_seq
+    // brings under its threshold instead of the whole window on every ACK
+    std::vector<std::pair<int64_t, int64_t>> sent_order;
+    size_t sent_head = 0;
 
     bool pop_rtx_time(int64_t seq, double* sent);
 };
@@ -118,9 +125,9 @@ private:
     // heapq's order on (deadline, txseq, step, index) tuples: a txseq is in
     // the heap at most once, so (deadline, txseq) orders it totally and
     // pops come in the Python's order
-    struct TimerLater {
+    struct TimerEarlier {
         bool operator()(const Timer& x, const Timer& y) const {
-            return x.deadline > y.deadline || (x.deadline == y.deadline && x.seq > y.seq);
+            return x.deadline < y.deadline || (x.deadline == y.deadline && x.seq < y.seq);
         }
     };
     struct Sample {
@@ -154,7 +161,8 @@ private:
     EndpointIo& io_;
     int64_t psize_;
     std::vector<std::unique_ptr<SendFlow>> flows_;   // in the order started, as the Python's dict
-    std::vector<Timer> timers_;
+    SortedRun<Timer, TimerEarlier> timers_;
+    std::vector<int64_t> gap_due_;  // gap_rule's packets to queue, reused
     int64_t seq_ = 0;
     double next_tx_ = -TRANSPORT_INF;
     double gap_rate_ = 0.0;         // the rate the wait until next_tx_ was set at

@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -55,8 +54,7 @@ public:
             peer->receive(peer_port, overtaking_.take(a));
             return;
         }
-        Pkt pkt = std::move(fifo_.front().pkt);
-        fifo_.pop_front();
+        Pkt pkt = fifo_.pop_front().pkt;
         if (!fifo_.empty()) engine.at_seq(fifo_.front().t, fifo_.front().seq, this, 0, FIRST);
         peer->receive(peer_port, std::move(pkt));
     }
@@ -68,7 +66,7 @@ private:
         uint64_t seq;
         Pkt pkt;
     };
-    std::deque<Flying> fifo_;
+    Ring<Flying> fifo_;          // no allocation a few frames, as a deque's blocks take
     Slab<Pkt> overtaking_;
 };
 
