@@ -81,7 +81,7 @@ bool Sender::pick(Pick& out) {
         SendFlow& f = *fp;
         if (f.done) continue;
         while (!f.rtx.empty()) {
-            auto [idx, why] = f.rtx.pop();
+            auto [idx, why] = f.rtx.pop_front();
             f.queued[idx] = 0;
             if (!f.acked[idx]) {
                 out = Pick{&f, idx, why};
@@ -132,7 +132,7 @@ int64_t Sender::transmit(SendFlow& f, int64_t idx, Why why, double now) {
     f.txseq[idx] = seq_;
     f.last_seq = seq_;
     f.txtime[idx] = now;
-    f.sent_order.emplace_back(seq_, idx);
+    f.sent_order.push_back({seq_, idx});
     if (why != Why::New) f.rtx_time.emplace_back(seq_, now);
     push_timer(now + cur_rto(), seq_, f.step, idx);
     arm_probe(f, now);
@@ -185,7 +185,7 @@ void Sender::queue(SendFlow& f, int64_t idx, Why why) {
     // Karn: from here on the packet's ACK gives no RTT sample, whatever resent it
     ++f.retries[idx];
     f.queued[idx] = 1;
-    f.rtx.push(idx, why);
+    f.rtx.push_back({idx, why});
 }
 
 void Sender::fire_timers(double now) {
@@ -325,15 +325,9 @@ void Sender::gap_rule(SendFlow& f) {
     const int64_t hi = f.hi_seq;
     const int64_t upto = hi >= f.last_seq ? hi - 1 : hi - DUPTHRESH;
     gap_due_.clear();
-    auto& order = f.sent_order;
-    while (f.sent_head < order.size() && order[f.sent_head].first <= upto) {
-        auto [seq, i] = order[f.sent_head++];
+    while (!f.sent_order.empty() && f.sent_order.front().first <= upto) {
+        auto [seq, i] = f.sent_order.pop_front();
         if (!f.acked[i] && !f.queued[i] && f.txseq[i] == seq) gap_due_.push_back(i);
-    }
-    if (f.sent_head == order.size()) order.clear(), f.sent_head = 0;
-    else if (f.sent_head > 1024 && f.sent_head * 2 > order.size()) {
-        order.erase(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(f.sent_head));
-        f.sent_head = 0;
     }
     std::sort(gap_due_.begin(), gap_due_.end());
     for (int64_t i : gap_due_) queue(f, i, Why::Gap);

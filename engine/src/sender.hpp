@@ -13,6 +13,7 @@
 #include "endpoint_io.hpp"
 #include "lateness.hpp"
 #include "packet.hpp"
+#include "ring.hpp"
 #include "sorted_run.hpp"
 
 namespace sym {
@@ -23,31 +24,9 @@ constexpr double MIN_PTO_S = 0.002;
 
 using Chunk = std::shared_ptr<const std::vector<uint8_t>>;
 
-// The Python's deque of (index, why): a vector read from `head`, so a
-// queued retransmission costs no allocation once the vector has grown.
-class RtxQueue {
-public:
-    bool empty() const { return head_ == items_.size(); }
-    void push(int64_t idx, Why why) { items_.emplace_back(idx, why); }
-    std::pair<int64_t, Why> pop() {
-        auto v = items_[head_++];
-        if (head_ == items_.size()) clear();
-        else if (head_ > 64 && head_ * 2 > items_.size()) compact();
-        return v;
-    }
-    void clear() {
-        items_.clear();
-        head_ = 0;
-    }
-
-private:
-    void compact() {
-        items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
-        head_ = 0;
-    }
-    std::vector<std::pair<int64_t, Why>> items_;
-    size_t head_ = 0;
-};
+// The Python's deque of (index, why): a ring, so a queued retransmission
+// costs no allocation once it has grown.
+using RtxQueue = Ring<std::pair<int64_t, Why>>;
 
 struct SendFlow {
     SendFlow(int64_t step, Chunk chunk, int64_t total, int64_t psize);
@@ -74,11 +53,10 @@ struct SendFlow {
     double progress_at = -TRANSPORT_INF;
     bool done = false;
     // (txseq, index) of each transmission in the order sent, so by txseq: the
-    // gap rule's candidates are the live ones at the head (not acked, not
+    // gap rule's candidates are the live ones at the front (not acked, not
     // queued, not sent again since), and it reads only those a step of hi_seq
     // brings under its threshold instead of the whole window on every ACK
-    std::vector<std::pair<int64_t, int64_t>> sent_order;
-    size_t sent_head = 0;
+    Ring<std::pair<int64_t, int64_t>> sent_order;
 
     bool pop_rtx_time(int64_t seq, double* sent);
 };
@@ -123,7 +101,7 @@ private:
         int64_t seq, step, idx;
     };
     // heapq's order on (deadline, txseq, step, index) tuples: a txseq is in
-    // the heap at most once, so (deadline, txseq) orders it totally and
+    // the queue at most once, so (deadline, txseq) orders it totally and
     // pops come in the Python's order
     struct TimerEarlier {
         bool operator()(const Timer& x, const Timer& y) const {

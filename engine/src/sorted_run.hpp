@@ -12,30 +12,27 @@
 #include <cstddef>
 #include <vector>
 
+#include "ring.hpp"
+
 namespace sym {
 
 template <class T, class Less>
 class SortedRun {
 public:
-    bool empty() const { return run_empty() && heap_.empty(); }
-    size_t size() const { return run_.size() - head_ + heap_.size(); }
+    bool empty() const { return run_.empty() && heap_.empty(); }
+    size_t size() const { return run_.size() + heap_.size(); }
 
-    void push(const T& v) {
-        if (run_empty() || Less{}(run_.back(), v)) {
-            run_.push_back(v);
+    void push(T v) {
+        if (run_.empty() || Less{}(run_.back(), v)) {
+            run_.push_back(std::move(v));
         } else {
             heap_.push_back(v);
             std::push_heap(heap_.begin(), heap_.end(), Greater{});
         }
     }
-    const T& top() const { return from_run() ? run_[head_] : heap_.front(); }
+    const T& top() const { return from_run() ? run_.front() : heap_.front(); }
     T pop() {
-        if (from_run()) {
-            T v = run_[head_++];
-            if (run_empty()) run_.clear(), head_ = 0;
-            else if (head_ > 1024 && head_ * 2 > run_.size()) compact();
-            return v;
-        }
+        if (from_run()) return run_.pop_front();
         std::pop_heap(heap_.begin(), heap_.end(), Greater{});
         T v = heap_.back();
         heap_.pop_back();
@@ -46,14 +43,8 @@ private:
     struct Greater {
         bool operator()(const T& x, const T& y) const { return Less{}(y, x); }
     };
-    bool run_empty() const { return head_ == run_.size(); }
-    bool from_run() const { return !run_empty() && (heap_.empty() || Less{}(run_[head_], heap_.front())); }
-    void compact() {
-        run_.erase(run_.begin(), run_.begin() + static_cast<std::ptrdiff_t>(head_));
-        head_ = 0;
-    }
-    std::vector<T> run_;
-    size_t head_ = 0;
+    bool from_run() const { return !run_.empty() && (heap_.empty() || Less{}(run_.front(), heap_.front())); }
+    Ring<T> run_;
     std::vector<T> heap_;
 };
 
