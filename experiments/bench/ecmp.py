@@ -11,7 +11,7 @@ scale (``--scale deployment``, its packets ``--coarse`` C to one) or at the
 config's rates, and prints:
 
 * per job the baseline and Symphony CCT (config units) and the change, for
-  each routing;
+  each routing, and the flow-level oracle's change on the same jitter;
 * per spine and job what its frontier did, worked out from the routes the
   switches compute (routes.route on every step's tag): the steps each spine
   saw complete (its step_count reaching n_local), how many of the job's
@@ -63,6 +63,7 @@ from experiments import config as C
 from experiments.config import job_specs
 from experiments.config.scale import deployment_scaling, scale, step_s
 from experiments.jitter import schedule as J
+from experiments.oracle.scenario import predict_repeats
 from experiments.plan import run_plan, wall_deadline_s
 from experiments.sim.ranks import EPOCH_NS
 from experiments.sim.run import SimRun
@@ -102,7 +103,7 @@ def simulate(spec: C.ExperimentSpec, variant: str, time_factor: float, engine: s
     """One simulated run (experiments.sim.run.run_sim's, with every
     switch's frontier registers sampled): per job its mean CCT in config
     units, the end dumps and the frontiers' series."""
-    events = J.apply_fallbacks(J.make_schedule(spec, 0), VIA_TWIN)[0]
+    events = schedule_of(spec)
     plan = run_plan(spec, variant, 0, netem_ok=True, target="sim")
     plan = replace(plan, schedule=tuple(events), jobs=tuple(job_specs(spec, J.straggles(events))))
     run_dir = Path(tempfile.mkdtemp(prefix="symecmp-"))
@@ -130,6 +131,19 @@ def simulate(spec: C.ExperimentSpec, variant: str, time_factor: float, engine: s
                               for (sw, job), pts in series.items()}}
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def schedule_of(spec: C.ExperimentSpec) -> list[dict]:
+    """The jitter a simulated run applies (repeat 0, the twin's fallbacks)."""
+    return J.apply_fallbacks(J.make_schedule(spec, 0), VIA_TWIN)[0]
+
+
+def oracle_changes(spec: C.ExperimentSpec) -> dict[str, float]:
+    """The flow-level oracle's change per job (%) on the jitter the runs
+    apply, beside the simulation's: under `ecmp` the model keeps each ring
+    edge on its first step's path (docs/ecmp.md)."""
+    pred = predict_repeats(spec, {0: schedule_of(spec)})
+    return {str(job): round(p.cct_change_pct, 1) for job, p in pred.jobs.items()}
 
 
 def watch_frontiers(sim: SimRun, dt: float) -> dict[tuple[str, int], list[tuple[float, int]]]:
@@ -261,6 +275,7 @@ def run_scenario(name: str, at_deployment: bool, coarse: int, say, routings: tup
     out = {}
     for routing in routings:
         spec = spec_of(name, routing, track)
+        predicted = oracle_changes(spec)
         factor = 1.0
         if at_deployment:
             sc = deployment_scaling(spec, coarse)
@@ -269,7 +284,7 @@ def run_scenario(name: str, at_deployment: bool, coarse: int, say, routings: tup
         for variant in VARIANTS:
             say(f"{name}: {routing} track {track} {variant} ...")
             runs[variant] = simulate(spec, variant, factor)
-        out[routing] = {"jobs": job_rows(runs), "spines": spine_rows(spec, runs),
+        out[routing] = {"jobs": job_rows(runs, predicted), "spines": spine_rows(spec, runs),
                         "marks": mark_split(spec, runs), "frontiers": runs["symphony"].get("frontiers", {}),
                         "end_s": runs["symphony"].get("end_s"),
                         "reordering": {v: r["reordering"] for v, r in runs.items() if "reordering" in r},
@@ -277,22 +292,24 @@ def run_scenario(name: str, at_deployment: bool, coarse: int, say, routings: tup
     return out
 
 
-def job_rows(runs: dict) -> dict[str, dict]:
+def job_rows(runs: dict, oracle_pct: dict[str, float]) -> dict[str, dict]:
     base, sym = runs["baseline"].get("cct", {}), runs["symphony"].get("cct", {})
     rows = {}
     for job in sorted(set(base) | set(sym), key=int):
         b, s = base.get(job), sym.get(job)
         rows[job] = {"baseline_s": b, "symphony_s": s,
-                     "change_pct": round(100 * (s / b - 1), 1) if b and s else None}
+                     "change_pct": round(100 * (s / b - 1), 1) if b and s else None,
+                     "oracle_pct": oracle_pct.get(str(job))}
     return rows
 
 
 def print_scenario(name: str, res: dict, track: str = "path") -> None:
     print(f"\n== {name} (symphony.track {track})")
-    rows = [["routing", "job", "baseline s", "symphony s", "change %"]]
+    rows = [["routing", "job", "baseline s", "symphony s", "change %", "oracle %"]]
     for routing, r in res.items():
         for job, j in r["jobs"].items():
-            rows.append([routing, job, _f(j["baseline_s"]), _f(j["symphony_s"]), _f(j["change_pct"], 1)])
+            rows.append([routing, job, _f(j["baseline_s"]), _f(j["symphony_s"]), _f(j["change_pct"], 1),
+                         _f(j.get("oracle_pct"), 1)])
     print(align(rows))
     rows = [["routing", "job", "spine", "n_local", "steps", "routes: completed", "stalled", "jumps",
              "sampled: advances", "jumps", "final", "longest stand s", "dump: behind", "slots left"]]
@@ -352,7 +369,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--track", choices=TRACKS, default="path",
                     help="[symphony] track of every run: path (every switch a flow may cross) or leaves")
     ap.add_argument("--scale", choices=("deployment", "config"), default="deployment")
-    ap.add_argument("--coarse", type=int, default=32, help="--scale deployment: packets simulated as one")
+    ap.add_argument("--coarse", type=int, default=1,
+                    help="--scale deployment: packets simulated as one (default 1, full packets: 32 is several times "
+                         "faster and lay 15 to 31 points off under ecmp, docs/log/2026-12-02-ecmp-full-packets.md)")
     ap.add_argument("--json", type=Path, help="write the figures here too")
     ap.add_argument("--plot", type=Path, help="the first scenario's job 1 frontiers, one panel per routing, here")
     args = ap.parse_args(argv)

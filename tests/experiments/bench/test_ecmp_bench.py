@@ -34,3 +34,13 @@ def test_a_spine_that_tracks_nothing_says_untracked(capsys):
     print_scenario("ecmp_spines2", res, "leaves")
     out = capsys.readouterr().out
     assert "(symphony.track leaves)" in out and out.count("untracked") == len(leaves)
+
+
+def test_the_oracle_column_is_the_models_change_on_the_runs_jitter():
+    from experiments.bench.ecmp import job_rows, oracle_changes
+    dest = oracle_changes(spec_of("victim_straggle16.2spines", "destination"))
+    assert set(dest) == {"1", "2"} and dest["2"] < -5      # the victim gains, the straggling job does not
+    assert abs(dest["1"]) < 1
+    runs = {"baseline": {"cct": {"1": 2.0, "2": 1.0}}, "symphony": {"cct": {"1": 2.0, "2": 0.8}}}
+    rows = job_rows(runs, dest)
+    assert rows["2"]["change_pct"] == -20.0 and rows["2"]["oracle_pct"] == dest["2"]
