@@ -4,7 +4,15 @@ its report of spines that track nothing."""
 
 import pytest
 
-from experiments.bench.ecmp import frontier_walk, parse_args, print_scenario, spec_of, spine_rows
+from experiments.bench.ecmp import (
+    frontier_walk,
+    job_rows,
+    oracle_changes,
+    parse_args,
+    print_scenario,
+    spec_of,
+    spine_rows,
+)
 
 
 def test_every_flow_every_step_completes_each():
@@ -37,7 +45,6 @@ def test_a_spine_that_tracks_nothing_says_untracked(capsys):
 
 
 def test_the_oracle_column_is_the_models_change_on_the_runs_jitter():
-    from experiments.bench.ecmp import job_rows, oracle_changes
     dest = oracle_changes(spec_of("victim_straggle16.2spines", "destination"))
     assert set(dest) == {"1", "2"} and dest["2"] < -5      # the victim gains, the straggling job does not
     assert abs(dest["1"]) < 1
