@@ -35,7 +35,7 @@ def planned_schedules(spec: C.ExperimentSpec, target: str) -> tuple[dict[int, li
     kernel, which needs root; the model does not), and the fallback notes.
     TargetError for a target that cannot run here."""
     schedules, notes = {}, []
-    for rep in range(1, spec.repeats + 1):
+    for rep in spec.repeat_numbers():
         plan = run_plan(spec, "baseline", rep, netem_ok=False, target=target)
         schedules[rep] = list(plan.schedule)
         notes += [n for n in plan.notes if n not in notes]
@@ -134,7 +134,7 @@ def simulation(spec: C.ExperimentSpec, args) -> dict | None:
     via = VIA_TWIN if args.target == SIM else delay_via(resolve_target(args.target), False)
     total = len(SIM_SCALES) * spec.repeats * len(spec.variants)
     progress = progress_lines(total, lambda line: print(line, file=sys.stderr, flush=True))
-    return predict(spec, list(range(1, spec.repeats + 1)), via, args.out / SIM_CACHE, progress=progress,
+    return predict(spec, list(spec.repeat_numbers()), via, args.out / SIM_CACHE, progress=progress,
                    coarse=args.coarse)
 
 

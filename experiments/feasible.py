@@ -124,7 +124,7 @@ def assess(spec: ExperimentSpec, loss_applies: bool = True) -> Assessment:
     per_run = []
     tight: dict[str, str] = {}
     done: dict = {}
-    for repeat in range(1, min(spec.repeats, MODELLED_REPEATS) + 1):
+    for repeat in spec.repeat_numbers(min(spec.repeats, MODELLED_REPEATS)):
         events = schedule(spec, repeat)
         try:
             jobs = job_specs(spec, J.straggles(events))

@@ -115,7 +115,7 @@ class Runner:
 
     # --- all runs ---------------------------------------------------------------
     def runs(self) -> list[tuple[int, str]]:
-        return [(rep, v) for rep in range(1, self.spec.repeats + 1) for v in self.spec.variants]
+        return [(rep, v) for rep in self.spec.repeat_numbers() for v in self.spec.variants]
 
     def run_all(self, before: Callable[[int, str], None] = lambda rep, variant: None,
                 after: Callable[[RunResult], None] = lambda res: None) -> list[RunResult]:

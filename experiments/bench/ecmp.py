@@ -1,18 +1,22 @@
 """Symphony on an ECMP fabric (issue 51, docs/ecmp.md):
 python3 -m experiments.bench.ecmp [--scenario NAME ...] [--routing NAME ...] [--track path|leaves]
-        [--scale deployment|config] [--coarse C] [--json FILE] [--plot PNG]
+        [--repeats N] [--jobs N] [--scale deployment|config] [--coarse C] [--json FILE] [--plot PNG]
 
 Runs each scenario in the simulation (the compiled engine, ``--target sim``)
 with ``[topology] routing`` = destination, ecmp and ecmp-flow (or the
-``--routing`` given), baseline and Symphony, on repeat 0's jitter, with
+``--routing`` given), baseline and Symphony, on the jitter of repeats 1 to
+``--repeats`` N (default 1: a batch's first repeat, the draws ``experiments
+run`` makes, so the two give the same figures), with
 ``[symphony] track`` = ``--track`` (default path: every switch a flow may
 cross tracks it; leaves: its two access switches only), at the deployment's
 scale (``--scale deployment``, its packets ``--coarse`` C to one) or at the
-config's rates, and prints:
+config's rates, the runs on every core (``--jobs`` N to use fewer), and
+prints:
 
-* per job the baseline and Symphony CCT (config units) and the change, for
-  each routing, and the flow-level oracle's change on the same jitter;
-* per spine and job what its frontier did, worked out from the routes the
+* per job the baseline and Symphony CCT (config units, the repeats' mean)
+  and the change of the means, each repeat's change, for each routing, and
+  the flow-level oracle's change on the same jitter (the repeats' mean);
+* per spine and job (repeat 1's runs) what its frontier did, worked out from the routes the
   switches compute (routes.route on every step's tag): the steps each spine
   saw complete (its step_count reaching n_local), how many of the job's
   steps its frontier stood still on and how often it jumped (advanced more
@@ -23,9 +27,9 @@ config's rates, and prints:
   frontier ended and how many step_count slots still held arrivals; a
   spine that tracks none of the job's flows (track leaves) says
   "untracked";
-* Symphony's marks at the spines and at the leaves.
+* Symphony's marks at the spines and at the leaves (a Symphony run's mean).
 
-* per routing and variant, the reordering the receivers saw: of their
+* per routing and variant, the reordering the receivers saw (every repeat's): of their
   valid data packets (frames, at the deployment's scale), how many came
   behind one of a newer step from the same sender (the records' stats
   counter rx_older_step, docs/hosts.md).  A step starts once the previous
@@ -38,12 +42,15 @@ spine gives ECMP no choice: spines = 2 and the fabric rate halved, the same
 oversubscription), and ecmp_spines2, ecmp_spines4, ecmp_spines8
 (experiments/configs/); ``ecmp_spines4.long`` (five iterations, 70 steps:
 past W = 64, where a spine's step_count slots are reused) on request.
-Figures, not a timed test.
+Figures, not a timed test.  Which rank straggles is a repeat's draw, and
+under ECMP it decides which flows collide: one repeat is one draw
+(docs/log/2026-12-03-ecmp-repeats.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures as cf
 import json
 import shutil
 import sys
@@ -60,11 +67,13 @@ from contract import p4names as pn
 from contract.ecmp import ROUTINGS
 from contract.tags import TAG_MASK
 from experiments import config as C
+from experiments import workers as W
 from experiments.config import job_specs
 from experiments.config.scale import deployment_scaling, scale, step_s
 from experiments.jitter import schedule as J
 from experiments.oracle.scenario import predict_repeats
 from experiments.plan import run_plan, wall_deadline_s
+from experiments.sim.predict import schedule
 from experiments.sim.ranks import EPOCH_NS
 from experiments.sim.run import SimRun
 from experiments.supervise import REPO
@@ -99,12 +108,13 @@ def spec_of(name: str, routing: str, track: str = "path") -> C.ExperimentSpec:
     return C.resolve(raw, f"{config}.toml")
 
 
-def simulate(spec: C.ExperimentSpec, variant: str, time_factor: float, engine: str = "compiled") -> dict:
+def simulate(spec: C.ExperimentSpec, variant: str, time_factor: float, repeat: int = 1,
+             engine: str = "compiled") -> dict:
     """One simulated run (experiments.sim.run.run_sim's, with every
-    switch's frontier registers sampled): per job its mean CCT in config
-    units, the end dumps and the frontiers' series."""
-    events = schedule_of(spec)
-    plan = run_plan(spec, variant, 0, netem_ok=True, target="sim")
+    switch's frontier registers sampled) on the repeat's jitter: per job
+    its mean CCT in config units, the end dumps and the frontiers' series."""
+    events = schedule(spec, repeat, VIA_TWIN)
+    plan = run_plan(spec, variant, repeat, netem_ok=True, target="sim")
     plan = replace(plan, schedule=tuple(events), jobs=tuple(job_specs(spec, J.straggles(events))))
     run_dir = Path(tempfile.mkdtemp(prefix="symecmp-"))
     try:
@@ -117,7 +127,7 @@ def simulate(spec: C.ExperimentSpec, variant: str, time_factor: float, engine: s
             sim.net.dump_switches(run_dir / "switches")
         if sim.failed or any(not r.done for r in sim.ranks):
             return {"error": "an agent failed or the deadline passed"}
-        meta = {"variant": variant, "repeat": 0, "status": "ok", "target": sim.net.target, "t0_ns": EPOCH_NS,
+        meta = {"variant": variant, "repeat": repeat, "status": "ok", "target": sim.net.target, "t0_ns": EPOCH_NS,
                 "start_margin_s": 0.0}
         (run_dir / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
         with warnings.catch_warnings():
@@ -133,16 +143,11 @@ def simulate(spec: C.ExperimentSpec, variant: str, time_factor: float, engine: s
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def schedule_of(spec: C.ExperimentSpec) -> list[dict]:
-    """The jitter a simulated run applies (repeat 0, the twin's fallbacks)."""
-    return J.apply_fallbacks(J.make_schedule(spec, 0), VIA_TWIN)[0]
-
-
-def oracle_changes(spec: C.ExperimentSpec) -> dict[str, float]:
-    """The flow-level oracle's change per job (%) on the jitter the runs
-    apply, beside the simulation's: under `ecmp` the model keeps each ring
-    edge on its first step's path (docs/ecmp.md)."""
-    pred = predict_repeats(spec, {0: schedule_of(spec)})
+def oracle_changes(spec: C.ExperimentSpec, repeats: int = 1) -> dict[str, float]:
+    """The flow-level oracle's change per job (%, the repeats' mean) on the
+    jitter the runs apply, beside the simulation's: under `ecmp` the model
+    keeps each ring edge on its first step's path (docs/ecmp.md)."""
+    pred = predict_repeats(spec, {r: schedule(spec, r, VIA_TWIN) for r in spec.repeat_numbers(repeats)})
     return {str(job): round(p.cct_change_pct, 1) for job, p in pred.jobs.items()}
 
 
@@ -257,60 +262,111 @@ def spine_rows(spec, runs: dict) -> list[dict]:
     return rows
 
 
-def mark_split(spec, runs: dict) -> dict[str, int]:
-    """Symphony's marks (Symphony variant) at the spines and at the leaves."""
-    dumps = runs.get("symphony", {}).get("switches", {})
+def mark_split(spec, reps: dict[int, dict]) -> dict[str, int]:
+    """Symphony's marks at the spines and at the leaves, a Symphony run's
+    mean over the repeats that ran."""
     spines = set(spines_of(spec))
     out = {"spines": 0, "leaves": 0}
-    for sw, dump in dumps.items():
-        for j in spec.jobs:
-            out["spines" if sw in spines else "leaves"] += marks(dump, j.job)
-    return out
+    done = [runs["symphony"] for runs in reps.values() if "switches" in runs.get("symphony", {})]
+    for run in done:
+        for sw, dump in run["switches"].items():
+            for j in spec.jobs:
+                out["spines" if sw in spines else "leaves"] += marks(dump, j.job)
+    return {k: round(v / len(done)) if done else 0 for k, v in out.items()}
 
 
 # --- one scenario --------------------------------------------------------------
 
 def run_scenario(name: str, at_deployment: bool, coarse: int, say, routings: tuple[str, ...] = ROUTINGS,
-                 track: str = "path") -> dict:
-    out = {}
+                 track: str = "path", repeats: int = 1) -> dict:
+    specs, factors, predicted = {}, {}, {}
     for routing in routings:
         spec = spec_of(name, routing, track)
-        predicted = oracle_changes(spec)
-        factor = 1.0
+        predicted[routing] = oracle_changes(spec, repeats)
+        factors[routing] = 1.0
         if at_deployment:
             sc = deployment_scaling(spec, coarse)
-            spec, factor = scale(spec, sc), sc.time
-        runs = {}
-        for variant in VARIANTS:
-            say(f"{name}: {routing} track {track} {variant} ...")
-            runs[variant] = simulate(spec, variant, factor)
-        out[routing] = {"jobs": job_rows(runs, predicted), "spines": spine_rows(spec, runs),
-                        "marks": mark_split(spec, runs), "frontiers": runs["symphony"].get("frontiers", {}),
-                        "end_s": runs["symphony"].get("end_s"),
-                        "reordering": {v: r["reordering"] for v, r in runs.items() if "reordering" in r},
-                        "errors": {v: r["error"] for v, r in runs.items() if "error" in r}}
+            spec, factors[routing] = scale(spec, sc), sc.time
+        specs[routing] = spec
+    todo = [(routing, variant, rep) for routing in routings for rep in specs[routing].repeat_numbers(repeats)
+            for variant in VARIANTS]
+    say(f"{name}: track {track}, {len(todo)} runs ({', '.join(routings)}; repeats 1-{repeats}) ...")
+    done = simulate_all({t: (specs[t[0]], t[1], factors[t[0]], t[2]) for t in todo},
+                        lambda t: say(f"{name}: {t[0]} track {track} {t[1]} repeat {t[2]} done"))
+    out = {}
+    for routing in routings:
+        reps = {rep: {v: done[(r, v, rep)] for v in VARIANTS} for r, _, rep in todo if r == routing}
+        first = reps[min(reps)]
+        out[routing] = {"jobs": job_rows(reps, predicted[routing]), "spines": spine_rows(specs[routing], first),
+                        "marks": mark_split(specs[routing], reps), "frontiers": first["symphony"].get("frontiers", {}),
+                        "end_s": first["symphony"].get("end_s"), "repeats": sorted(reps),
+                        "reordering": reordering(reps),
+                        "errors": {f"{v} repeat {rep}": r["error"] for rep, runs in reps.items()
+                                   for v, r in runs.items() if "error" in r}}
     return out
 
 
-def job_rows(runs: dict, oracle_pct: dict[str, float]) -> dict[str, dict]:
-    base, sym = runs["baseline"].get("cct", {}), runs["symphony"].get("cct", {})
+def simulate_all(todo: dict, finished) -> dict:
+    """simulate(*args) of every task (key -> args) on the command's local
+    workers (one per core, or --jobs; experiments.workers: an interrupt
+    kills them at once), in this process where one is all there is."""
+    jobs = W.local_jobs(len(todo))
+    if jobs <= 1:
+        out = {}
+        for key, args in todo.items():
+            out[key] = simulate(*args)
+            finished(key)
+        return out
+    with W.process_pool(jobs) as pool:
+        futures = {pool.submit(simulate, *args): key for key, args in todo.items()}
+        out = {}
+        for fut in cf.as_completed(futures):
+            out[futures[fut]] = fut.result()
+            finished(futures[fut])
+        return out
+
+
+def reordering(reps: dict[int, dict]) -> dict[str, dict[str, int]]:
+    """Per variant, the receivers' counts summed over the repeats."""
+    out: dict[str, dict[str, int]] = {}
+    for runs in reps.values():
+        for v, r in runs.items():
+            if "reordering" in r:
+                acc = out.setdefault(v, {"rx_data": 0, "rx_older_step": 0})
+                for k in acc:
+                    acc[k] += r["reordering"][k]
+    return out
+
+
+def job_rows(reps: dict[int, dict], oracle_pct: dict[str, float]) -> dict[str, dict]:
+    """Per job: the repeats' mean baseline and Symphony CCT and the change
+    of the means (the runner's summary's rule), and each repeat's change;
+    a job missing from a repeat's run (it failed) leaves that repeat out."""
+    jobs = sorted({job for runs in reps.values() for r in runs.values() for job in r.get("cct", {})}, key=int)
     rows = {}
-    for job in sorted(set(base) | set(sym), key=int):
-        b, s = base.get(job), sym.get(job)
+    for job in jobs:
+        pairs = [(runs["baseline"].get("cct", {}).get(job), runs["symphony"].get("cct", {}).get(job))
+                 for _, runs in sorted(reps.items())]
+        pairs = [(b, s) for b, s in pairs if b and s]
+        b = mean(p[0] for p in pairs) if pairs else None
+        s = mean(p[1] for p in pairs) if pairs else None
         rows[job] = {"baseline_s": b, "symphony_s": s,
                      "change_pct": round(100 * (s / b - 1), 1) if b and s else None,
+                     "repeat_changes_pct": [round(100 * (s / b - 1), 1) for b, s in pairs],
                      "oracle_pct": oracle_pct.get(str(job))}
     return rows
 
 
 def print_scenario(name: str, res: dict, track: str = "path") -> None:
     print(f"\n== {name} (symphony.track {track})")
-    rows = [["routing", "job", "baseline s", "symphony s", "change %", "oracle %"]]
+    rows = [["routing", "job", "baseline s", "symphony s", "change %", "each repeat %", "oracle %"]]
     for routing, r in res.items():
         for job, j in r["jobs"].items():
-            rows.append([routing, job, _f(j["baseline_s"]), _f(j["symphony_s"]), _f(j["change_pct"], 1),
+            each = " ".join(f"{c:+.1f}" for c in j.get("repeat_changes_pct", [])) or "-"
+            rows.append([routing, job, _f(j["baseline_s"]), _f(j["symphony_s"]), _f(j["change_pct"], 1), each,
                          _f(j.get("oracle_pct"), 1)])
     print(align(rows))
+    print("(the spine table and the frontiers: repeat 1's runs)")
     rows = [["routing", "job", "spine", "n_local", "steps", "routes: completed", "stalled", "jumps",
              "sampled: advances", "jumps", "final", "longest stand s", "dump: behind", "slots left"]]
     for routing, r in res.items():
@@ -361,6 +417,16 @@ def _f(x, nd: int = 3) -> str:
     return "-" if x is None else f"{x:.{nd}f}"
 
 
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number of at least 1")
+    return n
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python3 -m experiments.bench.ecmp", description=__doc__.split("\n")[0])
     ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
@@ -368,6 +434,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="[topology] routing to run (repeatable; default: all of them)")
     ap.add_argument("--track", choices=TRACKS, default="path",
                     help="[symphony] track of every run: path (every switch a flow may cross) or leaves")
+    ap.add_argument("--repeats", type=_positive, default=1,
+                    help="run on the jitter of repeats 1 to N, as a batch numbers them (default 1: a batch's first)")
+    ap.add_argument("--jobs", type=_positive, help="local worker processes (default: one per core)")
     ap.add_argument("--scale", choices=("deployment", "config"), default="deployment")
     ap.add_argument("--coarse", type=int, default=1,
                     help="--scale deployment: packets simulated as one (default 1, full packets: 32 is several times "
@@ -382,11 +451,13 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     args = parse_args(argv)
     results = {}
-    for name in args.scenario or DEFAULT_SCENARIOS:
-        results[name] = run_scenario(name, args.scale == "deployment", args.coarse,
-                                     lambda m: print(m, file=sys.stderr, flush=True), args.routing, args.track)
-        print_scenario(name, results[name], args.track)
-        sys.stdout.flush()
+    with W.using(args.jobs):
+        for name in args.scenario or DEFAULT_SCENARIOS:
+            results[name] = run_scenario(name, args.scale == "deployment", args.coarse,
+                                         lambda m: print(m, file=sys.stderr, flush=True), args.routing, args.track,
+                                         args.repeats)
+            print_scenario(name, results[name], args.track)
+            sys.stdout.flush()
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
     if args.plot:

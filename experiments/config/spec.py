@@ -88,6 +88,11 @@ class ExperimentSpec:
     def job(self, job_id: int) -> JobConfig:
         return next(j for j in self.jobs if j.job == job_id)
 
+    def repeat_numbers(self, count: int | None = None) -> range:
+        """The repeats a batch runs, as its run directories (-repN) and
+        jitter draws number them: 1 to `repeats` (or to `count`)."""
+        return range(1, (self.repeats if count is None else count) + 1)
+
     def as_dict(self, keep_none: bool = False) -> dict[str, Any]:
         """The resolved config as config.toml holds it (no [sweep]; None
         values left out unless keep_none, since TOML has no null)."""

@@ -13,6 +13,9 @@ from experiments.bench.ecmp import (
     spec_of,
     spine_rows,
 )
+from experiments.oracle.scenario import predict_repeats
+from experiments.sim.predict import schedule
+from topologies.network.links import VIA_TWIN
 
 
 def test_every_flow_every_step_completes_each():
@@ -49,5 +52,26 @@ def test_the_oracle_column_is_the_models_change_on_the_runs_jitter():
     assert set(dest) == {"1", "2"} and dest["2"] < -5      # the victim gains, the straggling job does not
     assert abs(dest["1"]) < 1
     runs = {"baseline": {"cct": {"1": 2.0, "2": 1.0}}, "symphony": {"cct": {"1": 2.0, "2": 0.8}}}
-    rows = job_rows(runs, dest)
+    rows = job_rows({1: runs}, dest)
     assert rows["2"]["change_pct"] == -20.0 and rows["2"]["oracle_pct"] == dest["2"]
+
+
+def test_repeats_are_the_runners_draws_and_their_means_give_the_change():
+    spec = spec_of("victim_straggle16.2spines", "ecmp")
+    # the bench draws a batch's repeats (1, 2, ...), not a repeat 0 that no batch runs
+    def oracle_of(*reps):
+        return round(predict_repeats(spec, {r: schedule(spec, r, VIA_TWIN) for r in reps}).jobs[2].cct_change_pct, 1)
+    assert oracle_changes(spec)["2"] == oracle_of(1) != oracle_of(0)
+    assert oracle_changes(spec, 3)["2"] == oracle_of(1, 2, 3) != oracle_of(1)
+    reps = {1: {"baseline": {"cct": {"1": 2.0}}, "symphony": {"cct": {"1": 1.0}}},
+            2: {"baseline": {"cct": {"1": 4.0}}, "symphony": {"error": "deadline"}},      # a failed run: left out
+            3: {"baseline": {"cct": {"1": 2.0}}, "symphony": {"cct": {"1": 3.0}}}}
+    row = job_rows(reps, {})["1"]
+    assert row["repeat_changes_pct"] == [-50.0, 50.0] and row["baseline_s"] == 2.0 and row["change_pct"] == 0.0
+
+
+def test_repeats_and_jobs_take_whole_numbers_from_one():
+    assert (parse_args(["--repeats", "3", "--jobs", "2"]).repeats, parse_args([]).repeats) == (3, 1)
+    for bad in ("0", "-1", "two"):
+        with pytest.raises(SystemExit):
+            parse_args(["--repeats", bad])
