@@ -63,15 +63,22 @@ def _coarse(text: str) -> int:
     return c
 
 
-def _jobs(text: str) -> int:
-    """--jobs: worker processes, 1 or more."""
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"give a number of worker processes, 1 or more (1: this process), got {text}")
-    return n
+def at_least_one(what: str):
+    """An option's type: a whole number, 1 or more (`what` it counts, for
+    the one-line error)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"give {what}, 1 or more, got {text}")
+        return n
+    return parse
+
+
+# --jobs
+worker_count = at_least_one("a number of worker processes (1: this process)")
 
 
 def parse_args(argv):
@@ -145,7 +152,7 @@ def parse_args(argv):
         p.add_argument("config", type=Path)
     for p in (run, check, model):
         how = p.add_mutually_exclusive_group()
-        how.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+        how.add_argument("--jobs", type=worker_count, default=None, metavar="N",
                          help="simulated runs (a batch's on --target sim, its prediction's, --confirm's) on N "
                               "worker processes (default: one per core; 1: one after another in this process)")
         how.add_argument("--workers", default=None, metavar="ADDRESS",

@@ -68,6 +68,7 @@ from contract.ecmp import ROUTINGS
 from contract.tags import TAG_MASK
 from experiments import config as C
 from experiments import workers as W
+from experiments.cli import at_least_one, worker_count
 from experiments.config import job_specs
 from experiments.config.scale import deployment_scaling, scale, step_s
 from experiments.jitter import schedule as J
@@ -417,16 +418,6 @@ def _f(x, nd: int = 3) -> str:
     return "-" if x is None else f"{x:.{nd}f}"
 
 
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: a whole number of at least 1")
-    return n
-
-
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python3 -m experiments.bench.ecmp", description=__doc__.split("\n")[0])
     ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
@@ -434,9 +425,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="[topology] routing to run (repeatable; default: all of them)")
     ap.add_argument("--track", choices=TRACKS, default="path",
                     help="[symphony] track of every run: path (every switch a flow may cross) or leaves")
-    ap.add_argument("--repeats", type=_positive, default=1,
+    ap.add_argument("--repeats", type=at_least_one("a number of repeats"), default=1,
                     help="run on the jitter of repeats 1 to N, as a batch numbers them (default 1: a batch's first)")
-    ap.add_argument("--jobs", type=_positive, help="local worker processes (default: one per core)")
+    ap.add_argument("--jobs", type=worker_count, help="local worker processes (default: one per core)")
     ap.add_argument("--scale", choices=("deployment", "config"), default="deployment")
     ap.add_argument("--coarse", type=int, default=1,
                     help="--scale deployment: packets simulated as one (default 1, full packets: 32 is several times "
