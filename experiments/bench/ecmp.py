@@ -41,7 +41,9 @@ The scenarios: the shipped 16-host victim_straggle16 on two spines (its one
 spine gives ECMP no choice: spines = 2 and the fabric rate halved, the same
 oversubscription), and ecmp_spines2, ecmp_spines4, ecmp_spines8
 (experiments/configs/); ``ecmp_spines4.long`` (five iterations, 70 steps:
-past W = 64, where a spine's step_count slots are reused) on request.
+past W = 64, where a spine's step_count slots are reused) and
+ecmp_leaves4 (four leaves of two hosts: the four-leaf fabric an
+emulation on two cores carries) on request.
 Figures, not a timed test.  Which rank straggles is a repeat's draw, and
 under ECMP it decides which flows collide: one repeat is one draw
 (docs/log/2026-12-03-ecmp-repeats.md).
@@ -93,6 +95,7 @@ SCENARIOS = {
     "ecmp_spines2": ("ecmp_spines2", {}, {}),
     "ecmp_spines4": ("ecmp_spines4", {}, {}),
     "ecmp_spines8": ("ecmp_spines8", {}, {}),
+    "ecmp_leaves4": ("ecmp_leaves4", {}, {}),
     # 70 steps: past W = 64, where a spine's step_count slot is reused
     "ecmp_spines4.long": ("ecmp_spines4", {}, {"iterations": 5}),
 }
