@@ -1,5 +1,5 @@
 """Symphony on an ECMP fabric (issue 51, docs/ecmp.md):
-python3 -m experiments.bench.ecmp [--scenario NAME ...] [--routing NAME ...] [--track path|leaves]
+python3 -m experiments.bench.ecmp [--scenario NAME ...] [--routing NAME ...] [--track path|leaves|groups]
         [--repeats N] [--jobs N] [--scale deployment|config] [--coarse C] [--json FILE] [--plot PNG]
 
 Runs each scenario in the simulation (the compiled engine, ``--target sim``)
@@ -8,7 +8,8 @@ with ``[topology] routing`` = destination, ecmp and ecmp-flow (or the
 ``--repeats`` N (default 1: a batch's first repeat, the draws ``experiments
 run`` makes, so the two give the same figures), with
 ``[symphony] track`` = ``--track`` (default path: every switch a flow may
-cross tracks it; leaves: its two access switches only), at the deployment's
+cross tracks it; leaves: its two access switches only; groups: path's
+switches, each flow's n_local its spine group's size), at the deployment's
 scale (``--scale deployment``, its packets ``--coarse`` C to one) or at the
 config's rates, the runs on every core (``--jobs`` N to use fewer), and
 prints:
@@ -189,35 +190,39 @@ def frontier_moves(pts: list[tuple[float, int]], last_step: int, end_s: float) -
 
 # --- the spines' frontiers as the routes make them --------------------------------
 
-def arrivals(spec: C.ExperimentSpec, job, spine: str, steps: int) -> list[int]:
+def arrivals(spec: C.ExperimentSpec, job, spine: str, steps: int, need: dict) -> list[tuple[int, int]]:
     """Per step, how many of the job's ring flows cross the spine with that
-    step's tag (every flow sends every step)."""
+    step's tag (every flow sends every step), and the n_local their entries
+    hold there (need: controlplane.flow_n_local's; the first arriving
+    flow's, 0 with none: under track groups a step's arrivals are one group
+    of one n_local)."""
     topo = spec.topo
     out = []
     for k in range(steps):
-        flow = lambda dport, k=k: ring_flow(k, dport)        # noqa: E731
-        out.append(sum(any(h.switch == spine for h in route(topo, s, d, flow=flow(p)))
-                       for s, d, p in job.placed.ring_flows()))
+        came = [(s, d, p) for s, d, p in job.placed.ring_flows()
+                if any(h.switch == spine for h in route(topo, s, d, flow=ring_flow(k, p)))]
+        out.append((len(came), need.get((spine, job.job, *came[0]), 0) if came else 0))
     return out
 
 
-def frontier_walk(arrived: list[int], n_local: int) -> dict:
+def frontier_walk(arrived: list[tuple[int, int]]) -> dict:
     """The spine's step_count and frontier over the job's steps, in step
-    order: a slot (step mod W) counts arrivals until the n_local-th
-    completes it (then resets); the frontier moves to a completed step.
-    A ring spreads fewer than W steps, so a slot's earlier step has all its
-    arrivals before a later step's come."""
+    order, from each step's (arrivals, n_local): a slot (step mod W) counts
+    arrivals until the n_local-th completes it (then resets); the frontier
+    moves to a completed step.  A ring spreads fewer than W steps, so a
+    slot's earlier step has all its arrivals before a later step's come."""
     slots = [0] * pn.W
     frontier, completed, stalls, jumps = -1, 0, 0, 0
-    for k, a in enumerate(arrived):
+    for k, (a, n_local) in enumerate(arrived):
         slot = k % pn.W
         total = slots[slot] + a
-        slots[slot] = total % n_local             # the n_local-th arrival resets the slot
         if a and total >= n_local:
+            slots[slot] = total % n_local         # the n_local-th arrival resets the slot
             completed += 1
             jumps += k - frontier > 1
             frontier = k
         else:
+            slots[slot] = total
             stalls += 1
     return {"completed": completed, "stalled": stalls, "jumps": jumps}
 
@@ -246,16 +251,19 @@ def spines_of(spec) -> list[str]:
 def spine_rows(spec, runs: dict) -> list[dict]:
     """Per spine and job: the frontier walk, n_local, the dumps' ends; a
     spine with none of the job's flows installed only says so (untracked)."""
-    plans = cp.plan(spec.topo, [j.placed for j in spec.jobs], spec.symphony)
+    placed = [j.placed for j in spec.jobs]
+    plans = cp.plan(spec.topo, placed, spec.symphony)
+    need = cp.flow_n_local(spec.topo, placed, track=spec.symphony.track)
     rows = []
     for j in spec.jobs:
         steps = j.iterations * 2 * (j.ranks - 1)
         for sw in spines_of(spec):
-            n_local = next((f.n_local for f in plans[sw].flows if f.job == j.job), 0)
+            held = sorted({f.n_local for f in plans[sw].flows if f.job == j.job})    # several under track groups
+            n_local = held[0] if len(held) == 1 else "/".join(map(str, held))
             if not n_local:
                 rows.append({"job": j.job, "spine": sw, "n_local": 0, "steps": steps, "untracked": True})
                 continue
-            walk = frontier_walk(arrivals(spec, j, sw, steps), n_local)
+            walk = frontier_walk(arrivals(spec, j, sw, steps, need))
             sym = runs.get("symphony", {})
             dump = sym.get("switches", {}).get(sw)
             end = dump_state(dump, j.job, steps - 1) if dump else None
@@ -427,7 +435,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--routing", action="append", choices=ROUTINGS,
                     help="[topology] routing to run (repeatable; default: all of them)")
     ap.add_argument("--track", choices=TRACKS, default="path",
-                    help="[symphony] track of every run: path (every switch a flow may cross) or leaves")
+                    help="[symphony] track of every run: path (every switch a flow may cross), leaves, "
+                         "or groups (path's switches, n_local the size of a flow's spine group)")
     ap.add_argument("--repeats", type=at_least_one("a number of repeats"), default=1,
                     help="run on the jitter of repeats 1 to N, as a batch numbers them (default 1: a batch's first)")
     ap.add_argument("--jobs", type=worker_count, help="local worker processes (default: one per core)")

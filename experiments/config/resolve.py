@@ -18,7 +18,7 @@ from hosts.job import JobError, parse_job
 from hosts.udp.params import UdpParams
 from topologies.spec.placement import JobRequest, place_jobs
 from topologies.spec.topo import TopoError, TopoSpec, build
-from topologies.switch.controlplane import check_job
+from topologies.switch.controlplane import check_groups, check_job
 from topologies.switch.params import SymphonyParams
 
 
@@ -89,9 +89,15 @@ def _check_jitter_names(p: str, entry: dict, topo: TopoSpec) -> None:
             raise ConfigError(f"{p}.{key}: no host {entry[key]!r} in the topology (hosts: h1..h{len(hosts)})")
 
 
-def _check_trackable(jobs: tuple[JobConfig, ...], symphony: SymphonyParams) -> None:
+def _check_trackable(jobs: tuple[JobConfig, ...], symphony: SymphonyParams, topo: TopoSpec) -> None:
     """What the switches can track: ring size and threshold against the step
-    tag of the job's transport, before any network is built."""
+    tag of the job's transport, and track groups against the fabric's
+    spreads, before any network is built."""
+    if symphony.track == "groups":
+        try:
+            check_groups(topo)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     for i, job in enumerate(jobs):
         try:
             check_job(job.job, job.ranks, job.transport == "tcp", symphony.threshold)
@@ -145,7 +151,7 @@ def resolve(raw: dict, source: str = "config") -> ExperimentSpec:
     jobs = tuple(JobConfig(placed=p, **rest) for p, rest in zip(placed, rests, strict=True))
     dcqcn = sections.dcqcn(raw.get("dcqcn", {}))
     symphony = sections.symphony(raw.get("symphony", {}), topology, depth_given)
-    _check_trackable(jobs, symphony)
+    _check_trackable(jobs, symphony, topo)
     jit = raw.get("jitter", [])
     if not isinstance(jit, list):
         raise ConfigError("jitter: expected [[jitter]] tables")

@@ -109,6 +109,13 @@ def _distances(topo: TopoSpec, dst: str) -> dict[str, int]:
     return dist
 
 
+def hop_indices(topo: TopoSpec, src: str) -> dict[str, int]:
+    """switch -> where it sits on any shortest path from host src that
+    crosses it (0: src's access switch): every such path has it at the
+    same hop."""
+    return {node: d - 1 for node, d in _distances(topo, src).items() if topo.is_switch(node)}
+
+
 def route(topo: TopoSpec, src: str, dst: str, table: dict | None = None, flow: Flow | None = None) -> list[Hop]:
     """Switch hops a packet from host src to host dst takes (table:
     next_ports' answer; flow: the packet's ports, which an ECMP topology

@@ -21,7 +21,7 @@ from contract import p4names as pn
 from contract.files import write_atomic
 from contract.tags import DSCP_TAG_BITS, TAG_BITS, tag_half
 from topologies.spec.placement import PlacedJob
-from topologies.spec.routes import candidate_ports, next_ports, ring_switches
+from topologies.spec.routes import candidate_ports, hop_indices, next_ports, ring_flow, ring_switches, route
 from topologies.spec.topo import TopoSpec
 from topologies.switch import program
 from topologies.switch.bmv2 import CTRL_FRAME_BYTES, CTRL_PRIORITY
@@ -185,11 +185,11 @@ def ecmp_entries(topo: TopoSpec) -> dict[str, list[EcmpEntry]]:
 def tracking_switches(topo: TopoSpec, src: str, dst: str, dport: int, track: str = "path",
                       table: dict | None = None) -> list[str]:
     """The switches that track a ring flow (symphony.track), in hop order:
-    ``path`` every switch its data may cross over all its steps
-    (routes.ring_switches); ``leaves`` the access switches of its source
-    and destination only (one if they share it), which see every step of
-    the flow whatever the routing (docs/ecmp.md)."""
-    if track == "path":
+    ``path`` and ``groups`` every switch its data may cross over all its
+    steps (routes.ring_switches); ``leaves`` the access switches of its
+    source and destination only (one if they share it), which see every
+    step of the flow whatever the routing (docs/ecmp.md)."""
+    if track in ("path", "groups"):
         return ring_switches(topo, src, dst, dport, table)
     if track == "leaves":
         return list(dict.fromkeys((topo.access_switch(src)[0], topo.access_switch(dst)[0])))
@@ -203,8 +203,9 @@ def flows_by_switch(topo: TopoSpec, jobs: Sequence[PlacedJob], table: dict | Non
     a flow's path changes with its step, so with track ``path`` a flow is
     listed at every switch any of its steps may cross, and n_local counts
     those: at a spine more flows than any one step brings, which is what
-    the issue's Symphony-on-ECMP does (docs/ecmp.md); track ``leaves``
-    lists it at its two access switches only."""
+    the issue's Symphony-on-ECMP does (docs/ecmp.md); track ``groups``
+    lists it where ``path`` does (flow_n_local gives its own n_local);
+    track ``leaves`` lists it at its two access switches only."""
     table = table if table is not None else next_ports(topo)
     out: dict[str, list] = {s.name: [] for s in topo.switches}
     for job in jobs:
@@ -222,6 +223,56 @@ def n_local(topo: TopoSpec, jobs: Sequence[PlacedJob], table: dict | None = None
         for job, *_ in flows:
             counts[(sw, job)] = counts.get((sw, job), 0) + 1
     return counts
+
+
+def check_groups(topo: TopoSpec) -> None:
+    """Refuse track ``groups`` where a job's spine groups change from step
+    to step (ValueError, one line): CRC-32 is affine over XOR, so a step's
+    tag shifts every flow's bucket by one XOR, which keeps the groups only
+    when the buckets' candidates are a power of two (docs/ecmp.md)."""
+    if topo.routing != "ecmp":
+        return
+    for (sw, _), ports in sorted(candidate_ports(topo).items()):
+        if len(ports) & (len(ports) - 1):
+            raise ValueError(f"symphony.track groups: switch {sw} spreads over {len(ports)} equal-cost ports, "
+                             "and a job's flows keep their spine groups from step to step only over a "
+                             "power-of-two count")
+
+
+def group_n_local(topo: TopoSpec, job: PlacedJob, table: dict | None = None
+                  ) -> dict[tuple[str, tuple[str, str, int]], int]:
+    """track ``groups``: (switch, ring flow) -> how many of the job's flows
+    cross, at any one step, the switch the flow crosses at that hop.  Since
+    a job's flows keep their groups over steps (check_groups), the count at
+    step 0 is the count at every step: wherever a group meets, its switch's
+    step_count completes the step (docs/ecmp.md, "Tracking spine groups")."""
+    check_groups(topo)
+    flows = job.ring_flows()
+    step0 = [[hop.switch for hop in route(topo, src, dst, table, ring_flow(0, dport))] for src, dst, dport in flows]
+    crossing: dict[str, int] = {}
+    for path in step0:
+        for sw in path:
+            crossing[sw] = crossing.get(sw, 0) + 1
+    out = {}
+    for flow, path in zip(flows, step0, strict=True):
+        hop = hop_indices(topo, flow[0])
+        for sw in ring_switches(topo, *flow, table):
+            out[(sw, flow)] = crossing[path[hop[sw]]]
+    return out
+
+
+def flow_n_local(topo: TopoSpec, jobs: Sequence[PlacedJob], table: dict | None = None, track: str = "path"
+                 ) -> dict[tuple[str, int, str, str, int], int]:
+    """(switch, job id, src, dst, data port) -> the n_local of that flow's
+    entry: the job's flows the switch tracks (n_local), or under track
+    ``groups`` the flow's spine group (group_n_local)."""
+    table = table if table is not None else next_ports(topo)
+    if track != "groups":
+        counts = n_local(topo, jobs, table, track)
+        return {(sw, job, src, dst, dport): counts[(sw, job)]
+                for sw, flows in flows_by_switch(topo, jobs, table, track).items()
+                for job, src, dst, dport in flows}
+    return {(sw, job.job, *flow): n for job in jobs for (sw, flow), n in group_n_local(topo, job, table).items()}
 
 
 def check_job(job: int, n_ranks: int, tcp: bool, threshold: int) -> None:
@@ -252,7 +303,7 @@ def flow_entries(topo: TopoSpec, jobs: Sequence[PlacedJob], symphony: SymphonyPa
     the program cannot track or a switch that would need more than its
     register sizes."""
     check_jobs(jobs, symphony.threshold)
-    counts = n_local(topo, jobs, table, symphony.track)
+    counts = flow_n_local(topo, jobs, table, symphony.track)
     tcp = {job.job: int(job.transport == "tcp") for job in jobs}
     out = {}
     for sw, flows in flows_by_switch(topo, jobs, table, symphony.track).items():
@@ -261,7 +312,8 @@ def flow_entries(topo: TopoSpec, jobs: Sequence[PlacedJob], symphony: SymphonyPa
         for job, src, dst, dport in flows:
             slot = slots.setdefault(job, len(slots))
             entries.append(FlowEntry(topo.host(src).ip, topo.host(dst).ip, dport, len(entries), slot, job,
-                                     counts[(sw, job)], symphony.threshold, int(symphony.enabled), tcp[job]))
+                                     counts[(sw, job, src, dst, dport)], symphony.threshold,
+                                     int(symphony.enabled), tcp[job]))
         if len(entries) > max_flows:
             raise ValueError(f"switch {sw}: {len(entries)} job flows exceed the program's {max_flows} flow slots")
         if len(slots) > max_jobs:

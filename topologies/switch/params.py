@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from contract.p4names import GATE_DEFAULT, K_SYM_DEFAULT
 
 # where the control plane installs a ring flow (SymphonyParams.track)
-TRACKS = ("path", "leaves")
+TRACKS = ("path", "leaves", "groups")
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,9 @@ class SymphonyParams:
     "The gate");
     track: where a ring flow is installed and counted in n_local, one of
     TRACKS: "path" at every switch its steps may cross, "leaves" at its
-    source's and destination's access switches only (docs/ecmp.md);
+    source's and destination's access switches only, "groups" where "path"
+    puts it but with n_local per flow, the size of its spine group
+    (controlplane.group_n_local; docs/ecmp.md);
     enabled False installs the flows as the baseline (tracked, never marked)."""
 
     threshold: int = 1

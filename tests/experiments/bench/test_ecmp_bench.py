@@ -5,6 +5,7 @@ its report of spines that track nothing."""
 import pytest
 
 from experiments.bench.ecmp import (
+    arrivals,
     frontier_walk,
     job_rows,
     oracle_changes,
@@ -12,19 +13,29 @@ from experiments.bench.ecmp import (
     print_scenario,
     spec_of,
     spine_rows,
+    spines_of,
 )
 from experiments.oracle.scenario import predict_repeats
 from experiments.sim.predict import schedule
 from topologies.network.links import VIA_TWIN
+from topologies.switch import controlplane as cp
 
 
 def test_every_flow_every_step_completes_each():
-    assert frontier_walk([3] * 10, 3) == {"completed": 10, "stalled": 0, "jumps": 0}
+    assert frontier_walk([(3, 3)] * 10) == {"completed": 10, "stalled": 0, "jumps": 0}
 
 
 def test_fewer_arrivals_than_n_local_stall_until_the_slot_is_reused():
-    walk = frontier_walk([1] * 130, 3)          # a slot of W = 64 reused: steps k, k+64, k+128 fill it
+    walk = frontier_walk([(1, 3)] * 130)        # a slot of W = 64 reused: steps k, k+64, k+128 fill it
     assert walk["completed"] == 2 and walk["stalled"] == 128 and walk["jumps"] == 1   # -1 -> 128, then 129
+
+
+@pytest.mark.parametrize("track, every_step_completes", [("groups", True), ("path", False)])
+def test_under_track_groups_every_spine_a_step_reaches_completes_it(track, every_step_completes):
+    spec = spec_of("ecmp_leaves4", "ecmp", track)
+    need = cp.flow_n_local(spec.topo, [j.placed for j in spec.jobs], track=track)
+    steps = [(a, n) for j in spec.jobs for sw in spines_of(spec) for a, n in arrivals(spec, j, sw, 12, need) if a]
+    assert steps and all(a == n for a, n in steps) == every_step_completes
 
 
 def test_track_and_routing_options():

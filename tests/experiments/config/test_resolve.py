@@ -137,7 +137,11 @@ def test_defaults_are_the_typed_specs_or_derived(base):
     (lambda r: r.update(dcqcn={"preset": "off", "no_such_field": 1}), r"^dcqcn parameter 'no_such_field'"),
     # what the switches and links can do
     (lambda r: r.update(symphony={"track": "spines"}),
-     r"^symphony\.track: unknown track 'spines' \(known: path, leaves\)$"),
+     r"^symphony\.track: unknown track 'spines' \(known: path, leaves, groups\)$"),
+    (lambda r: r["topology"].update(hosts=8, leaves=2, spines=3, routing="ecmp")
+     or r.update(symphony={"track": "groups"}),
+     r"^symphony\.track groups: switch l1 spreads over 3 equal-cost ports, and a job's flows keep their spine "
+     r"groups from step to step only over a power-of-two count$"),
     (lambda r: r.update(symphony={"k_sym": 107}),
      r"^symphony\.k_sym: 107 exceeds the queue depth derived for this network \(106 packets, .*: lower k_sym or set "
      r"topology\.queue_depth_pkts to at least 107$"),

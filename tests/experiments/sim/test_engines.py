@@ -110,3 +110,20 @@ def test_ecmp_tracked_at_the_leaves_alike(tmp_path):
     leaves = [d for name, d in dumps.items() if name.startswith("switches/l")]
     assert {(job, d["registers"]["frontier"][slot]) for d in leaves for job, slot in d["jobs"].items()} == \
         {(str(job), step) for job, step in last.items()}
+
+
+def test_ecmp_tracked_in_groups_alike(tmp_path):
+    # symphony.track = "groups": each flow's n_local at a spine is its spine
+    # group's size, so whichever spine carries a step completes it, and the
+    # spines that carried a job's last step end on it (docs/ecmp.md)
+    raw = C.load_raw(CONFIGS / "ecmp_spines2.toml")
+    raw["topology"]["routing"] = "ecmp"
+    raw["symphony"] = {**raw.get("symphony", {}), "track": "groups"}
+    for job in raw["jobs"]:
+        job["message_bytes"] //= 8
+    spec = C.resolve(raw)
+    out = same(spec, tmp_path)
+    dumps = {name: json.loads(t) for name, t in out["files"].items() if name.startswith("switches/p")}
+    last = {str(j.job): (j.iterations * 2 * (j.ranks - 1) - 1) & 0x3FFF for j in spec.jobs}
+    ends = {(job, d["registers"]["frontier"][slot]) for d in dumps.values() for job, slot in d["jobs"].items()}
+    assert set(last.items()) <= ends

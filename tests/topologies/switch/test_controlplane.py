@@ -12,7 +12,7 @@ from contract.tags import TAG_MASK, tag_dscp, tag_port
 from tests.harness import REPO
 from tests.harness.specs import place, topo
 from topologies.spec.placement import JobRequest, PlacedJob
-from topologies.spec.routes import route
+from topologies.spec.routes import ring_flow, route
 from topologies.switch import bmv2
 from topologies.switch import controlplane as cp
 from topologies.switch.params import EcnParams, SymphonyParams
@@ -91,12 +91,49 @@ def test_track_leaves_installs_a_flow_at_its_two_access_switches_only(routing):
     assert not leaves["p1"].flows and not leaves["p1"].jobs
 
 
+# a ring over four leaves with every edge across them (l1 holds h1..h4)
+RING4 = PlacedJob(1, 5000, "udp", ("h1", "h5", "h9", "h13", "h2", "h6", "h10", "h14"))
+
+
+def test_track_groups_counts_the_flows_that_meet_at_each_step():
+    """Under ecmp on four spines a spine sees one group of the job's flows at
+    a step: each flow's n_local there is how many flows it meets at every
+    step it crosses that spine, what step_count must count to."""
+    t = leafspine(16, 4, 4, routing="ecmp")
+    counts = cp.flow_n_local(t, [RING4], track="groups")
+    flows = RING4.ring_flows()
+    met = 0
+    for k in range(64):
+        paths = {f: {hop.switch for hop in route(t, f[0], f[1], flow=ring_flow(k, f[2]))} for f in flows}
+        for f, path in paths.items():
+            for sw in path:
+                assert counts[(sw, 1, *f)] == sum(sw in p for p in paths.values())
+                met += counts[(sw, 1, *f)] > 1 and sw.startswith("p")
+    assert met                                           # some flows do share a spine
+    assert {sw for sw, *_ in counts} == {sw for sw, _ in cp.n_local(t, [RING4])}   # installed where path is
+    assert {counts[("l1", 1, *f)] for f in flows if "l1" in (t.access_switch(f[0])[0], t.access_switch(f[1])[0])} \
+        == {cp.n_local(t, [RING4])[("l1", 1)]}          # a leaf sees every flow of its hosts at every step
+
+
+@pytest.mark.parametrize("routing", ["destination", "ecmp-flow"])
+def test_track_groups_is_path_where_a_flow_keeps_one_path(routing):
+    t = leafspine(16, 4, 4, routing=routing)
+    assert cp.flow_entries(t, [RING4], SymphonyParams(track="groups")) == \
+        cp.flow_entries(t, [RING4], SymphonyParams(track="path"))
+
+
+def test_track_groups_refuses_spines_that_regroup_every_step():
+    t = leafspine(16, 4, 3, routing="ecmp")
+    with pytest.raises(ValueError, match=r"^symphony\.track groups: switch l1 spreads over 3 equal-cost ports, "):
+        cp.flow_entries(t, [RING4], SymphonyParams(track="groups"))
+
+
 def test_tracking_switches_is_the_one_rule():
     t = leafspine(8, 2, 2, routing="ecmp")
     assert cp.tracking_switches(t, "h1", "h5", 5000) == ["l1", "p1", "p2", "l2"]
     assert cp.tracking_switches(t, "h1", "h5", 5000, "leaves") == ["l1", "l2"]
     assert cp.tracking_switches(t, "h1", "h2", 5000, "leaves") == ["l1"]
-    with pytest.raises(ValueError, match=r"^symphony\.track: unknown track 'spines' \(known: path, leaves\)$"):
+    with pytest.raises(ValueError, match=r"^symphony\.track: unknown track 'spines' \(known: path, leaves, groups\)$"):
         cp.tracking_switches(t, "h1", "h5", 5000, "spines")
 
 
