@@ -1,6 +1,6 @@
 """Symphony on an ECMP fabric (issue 51, docs/ecmp.md):
 python3 -m experiments.bench.ecmp [--scenario NAME ...] [--routing NAME ...] [--track path|leaves|groups]
-        [--repeats N] [--jobs N] [--scale deployment|config] [--coarse C] [--json FILE] [--plot PNG]
+        [--repeats N] [--jobs N] [--scale deployment|config] [--coarse C] [--json FILE] [--plot PNG [--plot-job N]]
 
 Runs each scenario in the simulation (the compiled engine, ``--target sim``)
 with ``[topology] routing`` = destination, ecmp and ecmp-flow (or the
@@ -401,7 +401,7 @@ def print_scenario(name: str, res: dict, track: str = "path") -> None:
               + (f"; errors {r['errors']}" if r["errors"] else ""))
 
 
-def plot_frontiers(res: dict, name: str, job: int, path: Path) -> None:
+def plot_frontiers(res: dict, name: str, job: int, path: Path, track: str = "path") -> None:
     """Symphony's run: job's frontier (step) over time at every switch that
     tracks it, one panel per routing."""
     plt = plots.plt                  # analysis.plots' matplotlib, on Agg
@@ -420,7 +420,8 @@ def plot_frontiers(res: dict, name: str, job: int, path: Path) -> None:
         ax.set_xlabel("time (s, config units)")
     axes[0].set_ylabel(f"job {job}'s frontier (step)")
     axes[-1].legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"{name}: job {job}'s frontier at each switch (spines solid, leaves dashed), Symphony on")
+    fig.suptitle(f"{name}, track {track}: job {job}'s frontier at each switch\n"
+                 "(spines solid, leaves dashed), Symphony on", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -446,6 +447,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "faster and lay 15 to 31 points off under ecmp, docs/log/2026-12-02-ecmp-full-packets.md)")
     ap.add_argument("--json", type=Path, help="write the figures here too")
     ap.add_argument("--plot", type=Path, help="the first scenario's job 1 frontiers, one panel per routing, here")
+    ap.add_argument("--plot-job", type=at_least_one("a job id"), default=1, help="--plot this job's frontiers")
     args = ap.parse_args(argv)
     args.routing = tuple(dict.fromkeys(args.routing or ROUTINGS))
     return args
@@ -465,7 +467,7 @@ def main(argv=None) -> int:
         args.json.write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
     if args.plot:
         first = next(iter(results))
-        plot_frontiers(results[first], first, 1, args.plot)
+        plot_frontiers(results[first], first, args.plot_job, args.plot, args.track)
     return 0
 
 

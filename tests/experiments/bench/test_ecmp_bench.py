@@ -45,6 +45,9 @@ def test_track_and_routing_options():
     assert (args.track, args.routing) == ("path", ("destination", "ecmp", "ecmp-flow"))
     with pytest.raises(SystemExit):
         parse_args(["--track", "spines"])
+    assert (parse_args([]).plot_job, parse_args(["--plot-job", "3"]).plot_job) == (1, 3)
+    with pytest.raises(SystemExit):
+        parse_args(["--plot-job", "0"])
 
 
 def test_a_spine_that_tracks_nothing_says_untracked(capsys):
