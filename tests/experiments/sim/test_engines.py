@@ -74,14 +74,20 @@ def test_deployment_scale_without_data_alike(tmp_path):
     same(scale(spec, deployment_scaling(spec, 32)), tmp_path, data=False)
 
 
+def ecmp_spines2(routing: str, track: str = "path") -> C.ExperimentSpec:
+    """ecmp_spines2 under a routing and a track, its messages an eighth."""
+    raw = C.load_raw(CONFIGS / "ecmp_spines2.toml")
+    raw["topology"]["routing"] = routing
+    raw["symphony"] = {**raw.get("symphony", {}), "track": track}
+    for job in raw["jobs"]:
+        job["message_bytes"] //= 8
+    return C.resolve(raw)
+
+
 @pytest.mark.parametrize("routing", ["ecmp", "ecmp-flow"])
 def test_ecmp_fabric_alike(tmp_path, routing):
     # both engines' switches hash every step's tag onto the spines alike
-    raw = C.load_raw(CONFIGS / "ecmp_spines2.toml")
-    raw["topology"]["routing"] = routing
-    for job in raw["jobs"]:
-        job["message_bytes"] //= 8
-    out = same(C.resolve(raw), tmp_path)
+    out = same(ecmp_spines2(routing), tmp_path)
     dumps = {name: json.loads(t) for name, t in out["files"].items() if name.startswith("switches/")}
     assert all(d.get("ecmp") for name, d in dumps.items() if name.startswith("switches/l"))
     # under ecmp a spine's n_local counts every flow that may cross it, so no
@@ -95,12 +101,7 @@ def test_ecmp_tracked_at_the_leaves_alike(tmp_path):
     # symphony.track = "leaves": the spines get no flow entries, so they
     # never track or Symphony-mark; the leaves see every step of their
     # hosts' flows and their frontiers reach each job's last step
-    raw = C.load_raw(CONFIGS / "ecmp_spines2.toml")
-    raw["topology"]["routing"] = "ecmp"
-    raw["symphony"] = {**raw.get("symphony", {}), "track": "leaves"}
-    for job in raw["jobs"]:
-        job["message_bytes"] //= 8
-    spec = C.resolve(raw)
+    spec = ecmp_spines2("ecmp", "leaves")
     out = same(spec, tmp_path)
     dumps = {name: json.loads(t) for name, t in out["files"].items() if name.startswith("switches/")}
     spines = {name: d for name, d in dumps.items() if name.startswith("switches/p")}
@@ -116,12 +117,7 @@ def test_ecmp_tracked_in_groups_alike(tmp_path):
     # symphony.track = "groups": each flow's n_local at a spine is its spine
     # group's size, so whichever spine carries a step completes it, and the
     # spines that carried a job's last step end on it (docs/ecmp.md)
-    raw = C.load_raw(CONFIGS / "ecmp_spines2.toml")
-    raw["topology"]["routing"] = "ecmp"
-    raw["symphony"] = {**raw.get("symphony", {}), "track": "groups"}
-    for job in raw["jobs"]:
-        job["message_bytes"] //= 8
-    spec = C.resolve(raw)
+    spec = ecmp_spines2("ecmp", "groups")
     out = same(spec, tmp_path)
     dumps = {name: json.loads(t) for name, t in out["files"].items() if name.startswith("switches/p")}
     last = {str(j.job): (j.iterations * 2 * (j.ranks - 1) - 1) & 0x3FFF for j in spec.jobs}
