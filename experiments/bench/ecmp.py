@@ -190,18 +190,20 @@ def frontier_moves(pts: list[tuple[float, int]], last_step: int, end_s: float) -
 
 # --- the spines' frontiers as the routes make them --------------------------------
 
-def arrivals(spec: C.ExperimentSpec, job, spine: str, steps: int, need: dict) -> list[tuple[int, int]]:
+def arrivals(spec: C.ExperimentSpec, job, spine: str, steps: int, entries: list) -> list[tuple[int, int]]:
     """Per step, how many of the job's ring flows cross the spine with that
-    step's tag (every flow sends every step), and the n_local their entries
-    hold there (need: controlplane.flow_n_local's; the first arriving
-    flow's, 0 with none: under track groups a step's arrivals are one group
-    of one n_local)."""
+    step's tag (every flow sends every step), and the n_local the spine's
+    entries (its plan's flows) hold for them: the first arriving flow's, 0
+    with none (under track groups a step's arrivals are one group of one
+    n_local)."""
     topo = spec.topo
+    held = {(e.src_ip, e.dst_ip, e.dport): e.n_local for e in entries}
     out = []
     for k in range(steps):
         came = [(s, d, p) for s, d, p in job.placed.ring_flows()
                 if any(h.switch == spine for h in route(topo, s, d, flow=ring_flow(k, p)))]
-        out.append((len(came), need.get((spine, job.job, *came[0]), 0) if came else 0))
+        n = held.get((topo.host(came[0][0]).ip, topo.host(came[0][1]).ip, came[0][2]), 0) if came else 0
+        out.append((len(came), n))
     return out
 
 
@@ -251,9 +253,7 @@ def spines_of(spec) -> list[str]:
 def spine_rows(spec, runs: dict) -> list[dict]:
     """Per spine and job: the frontier walk, n_local, the dumps' ends; a
     spine with none of the job's flows installed only says so (untracked)."""
-    placed = [j.placed for j in spec.jobs]
-    plans = cp.plan(spec.topo, placed, spec.symphony)
-    need = cp.flow_n_local(spec.topo, placed, track=spec.symphony.track)
+    plans = cp.plan(spec.topo, [j.placed for j in spec.jobs], spec.symphony)
     rows = []
     for j in spec.jobs:
         steps = j.iterations * 2 * (j.ranks - 1)
@@ -263,7 +263,7 @@ def spine_rows(spec, runs: dict) -> list[dict]:
             if not n_local:
                 rows.append({"job": j.job, "spine": sw, "n_local": 0, "steps": steps, "untracked": True})
                 continue
-            walk = frontier_walk(arrivals(spec, j, sw, steps, need))
+            walk = frontier_walk(arrivals(spec, j, sw, steps, plans[sw].flows))
             sym = runs.get("symphony", {})
             dump = sym.get("switches", {}).get(sw)
             end = dump_state(dump, j.job, steps - 1) if dump else None

@@ -218,8 +218,12 @@ def flows_by_switch(topo: TopoSpec, jobs: Sequence[PlacedJob], table: dict | Non
 def n_local(topo: TopoSpec, jobs: Sequence[PlacedJob], table: dict | None = None, track: str = "path"
             ) -> dict[tuple[str, int], int]:
     """(switch, job id) -> number of the job's ring flows the switch tracks."""
+    return _job_counts(flows_by_switch(topo, jobs, table, track))
+
+
+def _job_counts(by_switch: dict[str, list[tuple[int, str, str, int]]]) -> dict[tuple[str, int], int]:
     counts: dict[tuple[str, int], int] = {}
-    for sw, flows in flows_by_switch(topo, jobs, table, track).items():
+    for sw, flows in by_switch.items():
         for job, *_ in flows:
             counts[(sw, job)] = counts.get((sw, job), 0) + 1
     return counts
@@ -245,8 +249,8 @@ def group_n_local(topo: TopoSpec, job: PlacedJob, table: dict | None = None
     cross, at any one step, the switch the flow crosses at that hop.  Since
     a job's flows keep their groups over steps (check_groups), the count at
     step 0 is the count at every step: wherever a group meets, its switch's
-    step_count completes the step (docs/ecmp.md, "Tracking spine groups")."""
-    check_groups(topo)
+    step_count completes the step (docs/ecmp.md, "Tracking spine groups");
+    the caller has refused a fabric that regroups them (check_groups)."""
     flows = job.ring_flows()
     step0 = [[hop.switch for hop in route(topo, src, dst, table, ring_flow(0, dport))] for src, dst, dport in flows]
     crossing: dict[str, int] = {}
@@ -261,18 +265,20 @@ def group_n_local(topo: TopoSpec, job: PlacedJob, table: dict | None = None
     return out
 
 
-def flow_n_local(topo: TopoSpec, jobs: Sequence[PlacedJob], table: dict | None = None, track: str = "path"
-                 ) -> dict[tuple[str, int, str, str, int], int]:
+def flow_n_local(topo: TopoSpec, jobs: Sequence[PlacedJob], table: dict | None = None, track: str = "path",
+                 by_switch: dict | None = None) -> dict[tuple[str, int, str, str, int], int]:
     """(switch, job id, src, dst, data port) -> the n_local of that flow's
     entry: the job's flows the switch tracks (n_local), or under track
-    ``groups`` the flow's spine group (group_n_local)."""
+    ``groups`` the flow's spine group (group_n_local).  by_switch:
+    flows_by_switch's answer for this track, where the caller has it."""
     table = table if table is not None else next_ports(topo)
-    if track != "groups":
-        counts = n_local(topo, jobs, table, track)
-        return {(sw, job, src, dst, dport): counts[(sw, job)]
-                for sw, flows in flows_by_switch(topo, jobs, table, track).items()
-                for job, src, dst, dport in flows}
-    return {(sw, job.job, *flow): n for job in jobs for (sw, flow), n in group_n_local(topo, job, table).items()}
+    if track == "groups":
+        check_groups(topo)
+        return {(sw, job.job, *flow): n for job in jobs for (sw, flow), n in group_n_local(topo, job, table).items()}
+    by_switch = by_switch if by_switch is not None else flows_by_switch(topo, jobs, table, track)
+    counts = _job_counts(by_switch)
+    return {(sw, job, src, dst, dport): counts[(sw, job)] for sw, flows in by_switch.items()
+            for job, src, dst, dport in flows}
 
 
 def check_job(job: int, n_ranks: int, tcp: bool, threshold: int) -> None:
@@ -303,10 +309,11 @@ def flow_entries(topo: TopoSpec, jobs: Sequence[PlacedJob], symphony: SymphonyPa
     the program cannot track or a switch that would need more than its
     register sizes."""
     check_jobs(jobs, symphony.threshold)
-    counts = flow_n_local(topo, jobs, table, symphony.track)
+    by_switch = flows_by_switch(topo, jobs, table, symphony.track)
+    counts = flow_n_local(topo, jobs, table, symphony.track, by_switch)
     tcp = {job.job: int(job.transport == "tcp") for job in jobs}
     out = {}
-    for sw, flows in flows_by_switch(topo, jobs, table, symphony.track).items():
+    for sw, flows in by_switch.items():
         slots: dict[int, int] = {}
         entries = []
         for job, src, dst, dport in flows:

@@ -33,8 +33,9 @@ def test_fewer_arrivals_than_n_local_stall_until_the_slot_is_reused():
 @pytest.mark.parametrize("track, every_step_completes", [("groups", True), ("path", False)])
 def test_under_track_groups_every_spine_a_step_reaches_completes_it(track, every_step_completes):
     spec = spec_of("ecmp_leaves4", "ecmp", track)
-    need = cp.flow_n_local(spec.topo, [j.placed for j in spec.jobs], track=track)
-    steps = [(a, n) for j in spec.jobs for sw in spines_of(spec) for a, n in arrivals(spec, j, sw, 12, need) if a]
+    plans = cp.plan(spec.topo, [j.placed for j in spec.jobs], spec.symphony)
+    steps = [(a, n) for j in spec.jobs for sw in spines_of(spec) for a, n in arrivals(spec, j, sw, 12, plans[sw].flows)
+             if a]
     assert steps and all(a == n for a, n in steps) == every_step_completes
 
 
