@@ -24,7 +24,7 @@ public:
     static constexpr int QUIET = 2;         // the linger is over (quiet, or its deadline)
 
     Transport(PyEngine& py, Host& host, Endpoint& ep, nb::object ready)
-        : py_(py), host_(host), ep(ep), ready_(std::move(ready)) {
+        : ep(ep), py_(py), host_(host), ready_(std::move(ready)) {
         data_.t = ctrl_.t = deadline_.t = this;
         data_.ctrl = false;
         ctrl_.ctrl = true;

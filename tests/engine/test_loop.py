@@ -14,7 +14,10 @@ from hypothesis import strategies as st
 import symphony_engine as E
 from experiments.sim.engine import Engine
 
-times = st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.0 + 1e-12, 2.0, 3.5]), min_size=1, max_size=30)
+# equal times, neighbours one ulp apart, the smallest doubles and -0.0: the
+# compiled heap orders by a time's bits, which must order as the times do
+times = st.lists(st.sampled_from([0.0, -0.0, 5e-324, 1e-300, 0.5, 1.0, 1.0 + 1e-12, 1.0000000000000002, 2.0, 3.5])
+                 | st.floats(min_value=-1.0, max_value=4.0), min_size=1, max_size=30)
 
 
 def _trace(engine, ts: list[float]) -> list:
