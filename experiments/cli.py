@@ -77,6 +77,20 @@ def at_least_one(what: str):
     return parse
 
 
+def positive_seconds(what: str):
+    """An option's type: a number of seconds above 0 (`what` they are, for
+    the one-line error)."""
+    def parse(text: str) -> float:
+        try:
+            s = float(text)
+        except ValueError:
+            s = 0.0
+        if not 0 < s < float("inf"):
+            raise argparse.ArgumentTypeError(f"give {what}, a number of seconds above 0, got {text}")
+        return s
+    return parse
+
+
 # --jobs
 worker_count = at_least_one("a number of worker processes (1: this process)")
 

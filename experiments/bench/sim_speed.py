@@ -1,7 +1,8 @@
 """How fast the simulation runs, on one core:
 
     python3 -m experiments.bench.sim_speed [--config PATH] [--deployment] [--coarse C] [--variant V]
-                                           [--ring64 | --cluster N | --sweep-hosts] [--engine E] [--json FILE]
+                                           [--ring64 | --cluster N | --sweep-hosts] [--until S] [--engine E]
+                                           [--json FILE]
 
 One run (one variant, repeat 1) of a config (default: the demo's,
 victim_straggle8), at its own rates or at the deployment's scale with C
@@ -10,7 +11,10 @@ leaves, 4 spines, interleaved, one iteration, a straggler) instead;
 --cluster N: the busy cluster of N hosts (experiments/bench/cluster.py:
 16 jobs of 16 to 64 ranks, stragglers); --sweep-hosts: that cluster at
 16 to 1,024 hosts, each in a process of its own, a table of frames per
-CPU second and peak memory, so the cost's growth shows.  Prints
+CPU second and peak memory, so the cost's growth shows; --until S: only
+the first S seconds of virtual time, the same frames and events every
+time, so two builds of the engine compare on a few seconds of CPU rather
+than on a whole run (the rate changes as a run goes on).  Prints
 the wall and CPU time, the virtual time simulated, the frames (a frame
 leaving a NIC or a switch port: every packet hop) and events, each per
 second of CPU, and a progress line every 10 s of wall time.  Targets
@@ -33,6 +37,7 @@ from pathlib import Path
 
 from experiments import config as C
 from experiments.bench.cluster import cluster
+from experiments.cli import positive_seconds
 from experiments.config.scale import deployment_scaling, scale
 from experiments.plan import run_plan, wall_deadline_s
 from experiments.sim.compiled import DEFAULT_ENGINE, ENGINES
@@ -48,12 +53,14 @@ RING64 = {
 }
 
 
-def measure(spec: C.ExperimentSpec, variant: str, data: bool, say=print, engine: str = DEFAULT_ENGINE) -> dict:
+def measure(spec: C.ExperimentSpec, variant: str, data: bool, say=print, engine: str = DEFAULT_ENGINE,
+            until_s: float | None = None) -> dict:
     plan = run_plan(spec, variant, 1, netem_ok=True, target="sim")
+    deadline = wall_deadline_s(spec, plan.jobs)
     with tempfile.TemporaryDirectory() as d:
         sim = SimRun(plan, Path(d), data=data, engine=engine)
         wall0, cpu0 = time.perf_counter(), time.process_time()
-        sim.run(wall_deadline_s(spec, plan.jobs), progress=lambda line: say(f"  {line}"))
+        sim.run(deadline if until_s is None else min(until_s, deadline), progress=lambda line: say(f"  {line}"))
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         sim.close()
         frames, events = sim.net.frames_sent(), sim.engine.events
@@ -110,6 +117,8 @@ def main(argv=None) -> int:
     which.add_argument("--ring64", action="store_true")
     which.add_argument("--cluster", type=int, metavar="N", help="the busy cluster of N hosts (bench/cluster.py)")
     which.add_argument("--sweep-hosts", action="store_true", help=f"the busy cluster at {SWEEP_HOSTS} hosts")
+    ap.add_argument("--until", type=positive_seconds("the virtual time to simulate"), default=None, metavar="S",
+                    help="only the first S seconds of virtual time (to compare two builds)")
     ap.add_argument("--engine", default=DEFAULT_ENGINE, choices=ENGINES)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -119,7 +128,7 @@ def main(argv=None) -> int:
             args.json.write_text(json.dumps(rows, indent=1))
         return 0
     spec = spec_of(args)
-    r = measure(spec, args.variant, data=not args.deployment, engine=args.engine)
+    r = measure(spec, args.variant, data=not args.deployment, engine=args.engine, until_s=args.until)
     r["ranks"] = sum(j.ranks for j in spec.jobs)
     r["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(line(r, args))
