@@ -52,43 +52,33 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(exits.USAGE)
 
 
-def _coarse(text: str) -> int:
-    """--coarse, for `run` and `model` alike: packets simulated as one, 1..MAX_COARSE."""
-    try:
-        c = int(text)
-    except ValueError:
-        c = None
-    if c is None or not 1 <= c <= MAX_COARSE:
-        raise argparse.ArgumentTypeError(f"give an integer in 1..{MAX_COARSE} (packets simulated as one), got {text}")
-    return c
+def _option_type(convert, ok, what: str):
+    """An option's type: `convert` the text, refused in one line unless
+    `ok` (what it must be is `what`, for the error)."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError(f"give {what}, got {text}")
+        return value
+    return parse
+
+
+# --coarse, for `run` and `model` alike: packets simulated as one
+_coarse = _option_type(int, lambda c: 1 <= c <= MAX_COARSE,
+                       f"an integer in 1..{MAX_COARSE} (packets simulated as one)")
 
 
 def at_least_one(what: str):
-    """An option's type: a whole number, 1 or more (`what` it counts, for
-    the one-line error)."""
-    def parse(text: str) -> int:
-        try:
-            n = int(text)
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise argparse.ArgumentTypeError(f"give {what}, 1 or more, got {text}")
-        return n
-    return parse
+    """An option's type: a whole number, 1 or more (`what` it counts)."""
+    return _option_type(int, lambda n: n >= 1, f"{what}, 1 or more")
 
 
 def positive_seconds(what: str):
-    """An option's type: a number of seconds above 0 (`what` they are, for
-    the one-line error)."""
-    def parse(text: str) -> float:
-        try:
-            s = float(text)
-        except ValueError:
-            s = 0.0
-        if not 0 < s < float("inf"):
-            raise argparse.ArgumentTypeError(f"give {what}, a number of seconds above 0, got {text}")
-        return s
-    return parse
+    """An option's type: a number of seconds above 0 (`what` they are)."""
+    return _option_type(float, lambda s: 0 < s < float("inf"), f"{what}, a number of seconds above 0")
 
 
 # --jobs
