@@ -81,7 +81,7 @@ public:
             size_t c = ARITY * i + 1;
             if (c >= n) break;
             size_t best;
-            if (c + 3 < n) {
+            if (c + ARITY - 1 < n) {
                 const Event* q = &h_[c];
                 size_t m01 = c + (key(q[1]) < key(q[0]));
                 size_t m23 = c + 2 + (key(q[3]) < key(q[2]));
@@ -102,6 +102,7 @@ public:
 private:
     using u128 = unsigned __int128;
     static constexpr size_t ARITY = 4;
+    static_assert(ARITY == 4, "pop() picks the smallest of a full node's children as two pairs");
     static u128 key(const Event& e) { return (static_cast<u128>(e.tbits) << 64) | e.seq; }
     std::vector<Event> h_;
 };
