@@ -1,5 +1,5 @@
 // Python face of the world: the engine's clock with Python's Engine API
-// (experiments/sim/engine.py: at(t, fn, *args), now, events, clock(),
+// (experiments/sim/engine.py: at(t, fn, *args), at_deadline, now, events, clock(),
 // stop(), run(until), pending()), so what runs once a step or once a run
 // (the ranks' loops, the jitter injector, the progress watch) schedules
 // itself on the compiled clock as it does on the Python one.
@@ -110,6 +110,7 @@ void bind_world(nb::module_& m) {
         .def_prop_ro("events", [](const PyEngine& e) { return e.engine.events; })
         .def("clock", [](const PyEngine& e) { return e.engine.now; })
         .def("at", &PyEngine::at, nb::arg("t"), nb::arg("fn"), nb::arg("args"))
+        .def("at_deadline", &PyEngine::at_deadline, nb::arg("t"), nb::arg("fn"), nb::arg("args"))
         .def("stop", [](PyEngine& e) { e.engine.stop(); })
         .def("run", &PyEngine::run, nb::arg("until") = INF)
         .def("pending", [](const PyEngine& e) { return e.engine.pending(); });

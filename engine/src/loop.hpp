@@ -57,6 +57,7 @@ public:
     bool empty() const { return h_.empty(); }
     size_t size() const { return h_.size(); }
     const Event& top() const { return h_.front(); }
+    static bool before(const Event& x, const Event& y) { return key(x) < key(y); }
     void push(const Event& e) {
         size_t i = h_.size();
         h_.push_back(e);
@@ -116,6 +117,15 @@ public:
     void at(double t, Handler* h, uint32_t a = 0, uint32_t b = 0) {
         q_.push(Event{t > now ? t : now, ++seq_, h, a, b});
     }
+    // As at(), for an event that will almost always find nothing left to do
+    // (a wait's deadline, pushed every step, run long after the wait ended):
+    // such events go to a heap of their own, so the heap every packet's
+    // events pass through holds only what is about to happen (the 64-rank
+    // ring's 8,000 stale deadlines made its events 14 % slower there).
+    // The order is at()'s: the loop takes the earlier of the two heaps' tops.
+    void at_deadline(double t, Handler* h, uint32_t a = 0, uint32_t b = 0) {
+        deadlines_.push(Event{t > now ? t : now, ++seq_, h, a, b});
+    }
     // A place in the schedule's order taken now for an event pushed later
     // (at_seq): a wire keeps only its first frame's event in the heap, yet
     // each frame keeps the order it would have had with an event of its own.
@@ -124,7 +134,7 @@ public:
         q_.push(Event{t, seq, h, a, b});
     }
     void stop() { stopped_ = true; }
-    size_t pending() const { return q_.size(); }
+    size_t pending() const { return q_.size() + deadlines_.size(); }
 
     // Events in order until none is left, the next is after `until`, or an
     // event calls stop().  `poll` (may be null) runs every POLL_EVENTS
@@ -135,8 +145,9 @@ public:
     void run(double until, Poll&& poll) {
         stopped_ = false;
         uint64_t next_poll = events + POLL_EVENTS;
-        while (!q_.empty() && q_.top().t() <= until) {
-            Event e = q_.pop();
+        while (EventHeap* q = next()) {
+            if (q->top().t() > until) break;
+            Event e = q->pop();
             now = e.t();
             ++events;
             e.h->fire(*this, e.a, e.b);
@@ -149,9 +160,16 @@ public:
     }
 
 private:
-    EventHeap q_;
+    EventHeap q_, deadlines_;
     uint64_t seq_ = 0;
     bool stopped_ = false;
+
+    // the heap whose top runs next (null: none left)
+    EventHeap* next() {
+        if (deadlines_.empty()) return q_.empty() ? nullptr : &q_;
+        if (q_.empty()) return &deadlines_;
+        return EventHeap::before(deadlines_.top(), q_.top()) ? &deadlines_ : &q_;
+    }
 };
 
 // One component's next wake-up, as experiments/sim/engine.py's Waker: of

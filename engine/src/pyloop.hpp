@@ -48,6 +48,9 @@ struct PyEngine {
     void call_at(double t, nb::object fn, nb::tuple args) {
         engine.at(t, &calls, calls.put(std::move(fn), std::move(args)));
     }
+    void at_deadline(double t, nb::object fn, nb::args args) {
+        engine.at_deadline(t, &calls, calls.put(std::move(fn), nb::tuple(args)));
+    }
     // Ctrl-C and SIGTERM (the runner's handler) reach a long run: the
     // loop asks for pending signals every Engine::POLL_EVENTS events
     void run(double until) {

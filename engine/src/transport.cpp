@@ -45,7 +45,7 @@ void Transport::service(double now) {
 
 void Transport::wait_for(Wait kind, double deadline) {
     wait_ = kind;
-    py_.engine.at(deadline, &deadline_, ++token_);
+    py_.engine.at_deadline(deadline, &deadline_, ++token_);
     service(now());
 }
 

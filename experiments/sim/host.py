@@ -207,7 +207,7 @@ class SimTransport:
             pass
         token = ("step", step, deadline, resume)
         self.waiting = token
-        self.engine.at(deadline, self._deadline, token)
+        self.engine.at_deadline(deadline, self._deadline, token)
         self._service(self.engine.now)
 
     def linger(self, idle_s: float, deadline: float, resume) -> None:
@@ -215,7 +215,7 @@ class SimTransport:
         quiet for idle_s, or at the deadline."""
         token = ("linger", self.engine.now, idle_s, deadline, resume)
         self.waiting = token
-        self.engine.at(deadline, self._deadline, token)
+        self.engine.at_deadline(deadline, self._deadline, token)
         self._service(self.engine.now)
 
     def _deadline(self, token: tuple) -> None:

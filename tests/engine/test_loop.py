@@ -1,5 +1,6 @@
 """The compiled clock keeps the Python engine's order (experiments/sim/
-engine.py): time order, then the order events were scheduled in; a
+engine.py): time order, then the order events were scheduled in, whether
+scheduled as events or as deadlines (the compiled engine's second heap); a
 callback's exception reaches the caller; a pending signal ends a run."""
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ def _trace(engine, ts: list[float]) -> list:
     def hit(i, t):
         out.append((i, engine.now))
         if i % 3 == 0:          # events scheduling events, some in the past (run now)
-            engine.at(t - 1.0, hit, i + 100, t - 1.0)
-    for i, t in enumerate(ts):
-        engine.at(t, hit, i, t)
+            (engine.at_deadline if i % 2 else engine.at)(t - 1.0, hit, i + 100, t - 1.0)
+    for i, t in enumerate(ts):       # every fourth a deadline: the compiled engine's second heap
+        (engine.at_deadline if i % 4 == 1 else engine.at)(t, hit, i, t)
     engine.run(until=3.0)
     return out + [("left", engine.pending(), engine.events)]
 
