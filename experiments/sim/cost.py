@@ -18,9 +18,10 @@ from experiments.config import ExperimentSpec, job_specs
 from experiments.config.regime import data_packets
 from topologies.spec.routes import any_path_links, next_ports
 
-# the compiled engine on one core of the machine it was measured on: the
-# slowest of the shipped scenarios and the busy cluster (deep queues of
-# full packets cost the most: the 64-rank ring's 1.0 M)
+# the compiled engine on one core, a round figure below the slowest it was
+# measured at (2026-12-05: the busy 1,024-host cluster at 32 as one 1.16 M
+# frames a CPU second, the 64-rank ring with full packets 2.0 M, the demo
+# 3.3 M), so an estimate errs on the long side
 FRAMES_PER_CPU_S = 1.0e6
 # the simulating process before any network, and per host of it
 BASE_BYTES = 60 << 20
