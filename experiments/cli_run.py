@@ -144,7 +144,7 @@ def run_points(args, points: Scaled | Points, stamp: str | None = None,
             summ = SU.finish_point(spec, runner.results, runner.exp_dir, stamp, signals=signals,
                                    report=not args.no_report, say=say, scaling=scaling, sim_cache=sim_cache,
                                    scenario=(scenarios or {}).get(label),
-                                   confirmation=(confirmations or {}).get(label))
+                                   confirmation=(confirmations or {}).get(label), simulated=args.target == SIM)
             if label:
                 sweep_rows.append({"point": label, **(spec.sweep_point or {}),
                                    "cct_change_pct": summ.get("cct_change_pct"),

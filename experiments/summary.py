@@ -14,7 +14,7 @@ import shlex
 import sys
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from statistics import mean, stdev
 
@@ -43,7 +43,7 @@ from experiments.oracle import ModelError
 from experiments.oracle.export import document
 from experiments.oracle.scenario import predict_repeats
 from experiments.signals import Signals
-from experiments.sim.predict import predict, progress_lines
+from experiments.sim.predict import Ran, Task, predict, progress_lines
 from experiments.sim.run import refusal
 from experiments.supervise import RunResult
 from experiments.tables import align, fmt
@@ -426,15 +426,30 @@ def runs_via(results: list[RunResult]) -> str:
     return VIA_TWIN
 
 
+def simulated_runs(spec: ExperimentSpec, scaling: Scaling | None, results: list[RunResult],
+                   analysed: list[dict | None]) -> list[Ran]:
+    """A --target sim batch's ok runs as the prediction's tasks they are
+    (experiments.sim.predict.seed): spec and scaling the runs', analysed
+    their metrics (analyse)."""
+    name = DEPLOYMENT_SCALE if scaling and scaling.deployment else CONFIG_SCALE
+    out = []
+    for r, a in zip(results, analysed, strict=True):
+        if a is not None and r.status == "ok" and not r.wrong:
+            sim = json.loads((r.run_dir / "meta.json").read_text(encoding="utf-8")).get("sim", {})
+            out.append(Ran(Task(name, r.repeat, r.variant, spec, scaling, VIA_TWIN), r.run_dir.name, a, sim))
+    return out
+
+
 def _sim(scenario: ExperimentSpec, results: list[RunResult], exp_dir: Path, stamp: str, cache: Path,
          say: Callable[[str], None], confirmation: dict | None = None,
-         rate: float = 1.0) -> tuple[dict | None, Path | None]:
+         rate: float = 1.0, simulated: Iterable[Ran] = ()) -> tuple[dict | None, Path | None]:
     """The simulation's figures on the runs' repeats (experiments.sim.predict),
     written beside them; (document, path), None for what could not be made
     or written.  scenario: the config as given (a scaled batch's too);
     confirmation: a --confirm batch's record, whose K the config's network
     is simulated at (kept in the document); rate: the batch's --rate, which
-    the config's network is simulated at."""
+    the config's network is simulated at; simulated: the runs, where they
+    were simulated (simulated_runs), taken as they are, not run again."""
     repeats = sorted({r.repeat for r in results})
     if not repeats or refusal(scenario):
         return None, None
@@ -442,7 +457,8 @@ def _sim(scenario: ExperimentSpec, results: list[RunResult], exp_dir: Path, stam
     k = (confirmation or {}).get("k") or 1.0
     progress = progress_lines(len(SIM_SCALES) * len(repeats) * len(scenario.variants), say)
     try:
-        pred = predict(scenario, repeats, runs_via(results), cache, progress=progress, k=k, rate=rate)
+        pred = predict(scenario, repeats, runs_via(results), cache, progress=progress, k=k, rate=rate,
+                       runs=simulated)
     except Exception as exc:        # the simulation must not cost the batch its summary
         say(f"simulation failed: {type(exc).__name__}: {exc}")
         return None, None
@@ -516,11 +532,13 @@ def _report(results: list[RunResult], exp_dir: Path, stamp: str, oracle_path: Pa
 def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, stamp: str, *, signals: Signals,
                  report: bool, say: Callable[[str], None], scaling: Scaling | None = None,
                  sim_cache: Path | None = None, scenario: ExperimentSpec | None = None,
-                 confirmation: dict | None = None) -> dict:
+                 confirmation: dict | None = None, simulated: bool = False) -> dict:
     """Run the oracle on the schedules the runs applied and write it beside
     them, analyse the runs, write summary.json (and the stamped copy), print
     the tables, write analysis' report (with the oracle beside the runs)
-    unless told not to or interrupted.  A Ctrl-C while the oracle or the
+    unless told not to or interrupted; simulated: the runs were on the
+    simulation (--target sim), so the prediction takes the runs it would
+    repeat as they are.  A Ctrl-C while the oracle or the
     analysis runs leaves the summary with the run list only; the summary is
     written whatever arrives meanwhile; a Ctrl-C during the report leaves no
     report and says how to make it."""
@@ -532,10 +550,11 @@ def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, 
             shield.phase("analysis")        # (a test signals here)
             oracle, oracle_path = _oracle(spec, results, exp_dir, stamp, say)
             regime, _ = _regime(spec, exp_dir, stamp, say)
+            analysed = analyse(results)     # first: a simulated batch's runs are part of its prediction
             if sim_cache is not None:
                 sim, sim_path = _sim(scenario or spec, results, exp_dir, stamp, sim_cache, say, confirmation,
-                                      scaling.rate if scaling and not scaling.deployment else 1.0)
-            analysed = analyse(results)
+                                      scaling.rate if scaling and not scaling.deployment else 1.0,
+                                      simulated_runs(spec, scaling, results, analysed) if simulated else [])
         except KeyboardInterrupt:
             say("interrupted: the summary lists the runs without their analysis")
         except Exception as exc:

@@ -22,7 +22,7 @@ import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -112,15 +112,51 @@ def simulate(task: Task, workdir: Path | None = None) -> dict:
         except RunFailed as exc:
             return {"error": str(exc)}
         (run_dir / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            run = load_run(run_dir)
-        f = 1.0 / task.scaling.time if task.scaling else 1.0
-        jobs = {job: {"cct_mean_s": mean(j["cct_s"]) * f if j["cct_s"] else None}
-                for job, j in run_metrics(run.events, run.switches, run.config, run.jitter)["jobs"].items()}
-        return {"jobs": jobs, "sim": meta.get("sim", {})}
+        return {"jobs": job_figures(run_dir, task.scaling), "sim": meta.get("sim", {})}
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def job_figures(run_dir: Path, scaling: Scaling | None) -> dict[str, dict]:
+    """A simulated run's figures from its records (figures)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = load_run(run_dir)
+    return figures(run_metrics(run.events, run.switches, run.config, run.jitter), scaling)
+
+
+def figures(metrics: dict, scaling: Scaling | None) -> dict[str, dict]:
+    """Per job the run's mean CCT in the config's units, from its metrics
+    (analysis.metrics.run_metrics)."""
+    f = 1.0 / scaling.time if scaling else 1.0
+    return {job: {"cct_mean_s": mean(j["cct_s"]) * f if j["cct_s"] else None} for job, j in metrics["jobs"].items()}
+
+
+@dataclass(frozen=True, eq=False)
+class Ran:
+    """One of a batch's own runs on the simulation, as a prediction's task."""
+    task: Task
+    name: str                   # its directory's
+    metrics: dict               # analysis.metrics.run_metrics of its records
+    sim: dict                   # meta.json's "sim"
+
+
+def seed(todo: list[Task], runs: Iterable[Ran], cache: Path) -> list[Task]:
+    """Each task that one of a batch's own runs on the simulation already
+    is (the same key: spec, repeat, variant, scaling, via) takes that run's
+    figures into the cache, so the prediction does not simulate it again
+    (a --target sim --deployment batch's deployment column is its runs).
+    The tasks seeded."""
+    wanted = {t.key(): t for t in todo}
+    seeded = []
+    for ran in runs:
+        t = wanted.get(ran.task.key())
+        if t is None or lookup(t, cache) is not None:
+            continue
+        cache.mkdir(parents=True, exist_ok=True)
+        store(t, cache, {"jobs": figures(ran.metrics, ran.task.scaling), "sim": ran.sim, "run": ran.name})
+        seeded.append(t)
+    return seeded
 
 
 def progress_lines(total: int, say: Callable[[str], None]) -> Callable[[Task, dict], None]:
@@ -130,7 +166,8 @@ def progress_lines(total: int, say: Callable[[str], None]) -> Callable[[Task, di
 
     def progress(task: Task, result: dict) -> None:
         done[0] += 1
-        how = "cached" if result.get("cached") else f"{(result.get('sim') or {}).get('wall_s', 0):.0f} s"
+        how = (f"cached: run {result['run']}" if result.get("cached") and result.get("run") else
+               "cached" if result.get("cached") else f"{(result.get('sim') or {}).get('wall_s', 0):.0f} s")
         say(f"simulation {done[0]}{f'/{total}' if total else ''}: {task.scale} rep {task.repeat} {task.variant} ({how}"
             + (f"; failed: {result['error']}" if "error" in result else "") + ")")
     return progress
@@ -180,13 +217,15 @@ def tasks(spec: ExperimentSpec, repeats: list[int], via: str, coarse: int = PRED
 
 def predict(spec: ExperimentSpec, repeats: list[int], via: str, cache: Path, workers: int | None = None,
             progress: Callable[[Task, dict], None] = lambda t, r: None, coarse: int = PREDICTION_COARSE,
-            scales: tuple[str, ...] = SCALES, k: float = 1.0, rate: float = 1.0) -> dict:
+            scales: tuple[str, ...] = SCALES, k: float = 1.0, rate: float = 1.0,
+            runs: Iterable[Ran] = ()) -> dict:
     """The simulation's figures for a batch (module docstring), as
     {"scales": {scale: {"jobs": {job: {baseline_cct_s, symphony_cct_s,
     cct_change_pct}}, "k", "rate" | "coarse"}}, "runs": [...]}; the
     config's network at --scale k --rate rate; progress(task, result) after
-    each."""
+    each; runs: the batch's own simulated runs (seed), not simulated again."""
     todo = tasks(spec, repeats, via, coarse, scales, k, rate)
+    seed(todo, runs, cache)
     out = summarise(spec, todo, run_all(todo, cache, workers, progress))
     out["scales"][CONFIG_SCALE].update(k=float(k), rate=float(rate))
     return out
@@ -267,6 +306,7 @@ def summarise(spec: ExperimentSpec, todo: list[Task], results: dict[Task, dict])
     scales[DEPLOYMENT_SCALE]["coarse"] = next((t.scaling.coarse for t in todo if t.scaling), None)
     runs = [{"scale": t.scale, "repeat": t.repeat, "variant": t.variant, "cached": results[t].get("cached", False),
              **({"error": results[t]["error"]} if "error" in results[t] else {}),
+             **({"from_run": results[t]["run"]} if results[t].get("run") else {}),
              **{k: results[t].get("sim", {}).get(k) for k in ("wall_s", "frames", "events")}} for t in todo
             if t in results]
     return {"scales": scales, "runs": runs}

@@ -81,17 +81,20 @@ def statuses(exp: Path, suffix: str) -> list[str]:
 def test_a_batch_interrupted_in_its_prediction_stops_its_workers(tmp_path, sig, sweep):
     """The signal comes as the prediction's workers have started (the
     runner signals itself there): no simulated run finishes after it, so
-    the cache holds no figure, and a sweep runs no further point."""
+    the cache holds no figure, and a sweep runs no further point.  At
+    --scale 2 the runs are neither of the prediction's (an unscaled run
+    would be its config column, taken as it is), so both go to workers."""
     out = tmp_path / "out"
     r = subprocess.run([sys.executable, "-m", "experiments", "run", str(config(tmp_path, SWEEP if sweep else TINY)),
-                        "--target", "sim", "--out", str(out), *(["--sweep"] if sweep else [])], cwd=REPO,
+                        "--target", "sim", "--scale", "2", "--out", str(out), *(["--sweep"] if sweep else [])],
+                       cwd=REPO,
                        capture_output=True, text=True, timeout=RUN_S,
                        env=env(tmp_path, **{SIGNAL_AT_ENV: f"prediction:{sig}"}))
     assert_interrupted(r, r.stderr, f"experiments run: interrupted ({sig})")
     assert left_behind(tmp_path) == []
     assert list((out / SIM_CACHE).iterdir()) == []      # no figure, and no killed run's records
     exp = out / "tiny"
-    # the runs had ended (a sweep's, every point's, went to the workers at once); the analysis was cut short
+    # the runs had ended (a sweep's, every point's, went to the workers at once); the prediction was cut short
     assert [m["status"] for m in runs(exp)] == ["ok"] * (2 if sweep else 1)
     if sweep:
         assert statuses(exp, "-sweep.json") == ["interrupted"]

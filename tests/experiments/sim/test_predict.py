@@ -12,7 +12,10 @@ import pytest
 import tomli_w
 
 from experiments import config as C
+from experiments.config.scale import deployment_scaling, scale
+from experiments.runner import Runner
 from experiments.sim import predict as P
+from experiments.summary import analyse, simulated_runs
 from tests.harness import REPO
 from topologies.network.links import VIA_TWIN
 
@@ -37,8 +40,8 @@ def predicted(tmp_path_factory):
 def test_both_scales_give_every_job_both_variants(predicted):
     spec, first, _, seen, _ = predicted
     assert len(seen) == 4 and not any(r.get("cached") or "error" in r for r in seen)
-    for scale in P.SCALES:
-        row = first["scales"][scale]["jobs"]["1"]
+    for name in P.SCALES:
+        row = first["scales"][name]["jobs"]["1"]
         assert row["baseline_cct_s"] > 0 and row["symphony_cct_s"] > 0 and row["cct_change_pct"] is not None
     # config units: a 2-rank ring of 40 kB at 20 Mbit/s needs at least its bandwidth bound (16 ms) plus the straggle
     assert first["scales"]["config"]["jobs"]["1"]["baseline_cct_s"] > 0.016
@@ -83,3 +86,28 @@ def test_model_prints_the_simulation_beside_the_oracle(tmp_path):
     again = subprocess.run([sys.executable, "-m", "experiments", "model", str(cfg), "--out", str(tmp_path)],
                            capture_output=True, text=True, cwd=REPO, timeout=600)
     assert again.stdout.splitlines()[1:] == r.stdout.splitlines()[1:] and again.stderr.count("(cached)") == 4
+
+
+@pytest.mark.parametrize("scale_name", [P.CONFIG_SCALE, P.DEPLOYMENT_SCALE])
+def test_a_sim_batchs_runs_are_its_predictions_own(tmp_path, scale_name):
+    """A --target sim batch's runs are the very runs its prediction would
+    simulate: seeded from them, the cache holds what simulating gives."""
+    spec = C.resolve(json.loads(json.dumps(RAW)))
+    deployment = scale_name == P.DEPLOYMENT_SCALE
+    sc = deployment_scaling(spec, 64) if deployment else None
+    ran = scale(spec, sc) if deployment else spec
+    runner = Runner(ran, tmp_path / "exp", target="sim", say=lambda line: None, scaling=sc)
+    runner.run_all()
+    todo = P.tasks(spec, [1], VIA_TWIN, coarse=64, scales=(scale_name,))
+    assert len(todo) == 2 and all(r.status == "ok" for r in runner.results)
+    cache = tmp_path / "cache"
+    done = simulated_runs(ran, sc, runner.results, analyse(runner.results))
+    assert set(P.seed(todo, done, cache)) == set(todo)
+    for t in todo:
+        seeded = P.lookup(t, cache)
+        assert seeded["run"].startswith(runner.stamp) and seeded["sim"]["frames"] > 0
+        assert seeded["jobs"] == P.simulate(t, tmp_path)["jobs"]
+    # the other scale's tasks are not the runs: nothing seeded there
+    other = P.tasks(spec, [1], VIA_TWIN, coarse=64)
+    assert P.seed(other, done, tmp_path / "other") == \
+        [t for t in other if t.scale == scale_name]
