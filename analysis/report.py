@@ -555,7 +555,7 @@ def _staged(out: Path) -> Iterator[Path]:
 
 def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = None,
                  oracle: str | Path | None = None, regime: str | Path | None = None,
-                 sim: str | Path | None = None) -> Path:
+                 sim: str | Path | None = None, loaded: list[tuple[Run, dict[str, Any]]] | None = None) -> Path:
     """Analyse the runs, write metrics.json into each, plots, report.md and
     report.json (the summary table's figures) into out_dir (default:
     ``default_out_dir``).  oracle: the oracle file to set beside the runs
@@ -564,15 +564,20 @@ def write_report(run_dirs: Iterable[str | Path], out_dir: str | Path | None = No
     (default: the one beside the run directories, ``analysis.regime.find_regime``;
     none: the regime table without design and target); sim: the simulation
     file (default: the one beside the run directories,
-    ``analysis.simulation.find_sim``).  Returns report.md's path."""
+    ``analysis.simulation.find_sim``); loaded: the runs as the caller
+    has already read and analysed them (analyse_run), in run_dirs' order
+    (a batch: a run's records take seconds to read).  Returns report.md's
+    path."""
     run_dirs = _check_dirs(run_dirs)
     out = Path(out_dir) if out_dir is not None else default_out_dir(run_dirs)
-    runs = [load_run(d) for d in run_dirs]
-    analysed = []
-    for run in runs:
-        a = analyse_run(run)
+    if loaded is None:
+        loaded = [(run, analyse_run(run)) for run in map(load_run, run_dirs)]
+    elif [run.path for run, _ in loaded] != run_dirs:
+        raise ValueError("write_report: the runs loaded are not the run directories given")
+    runs = [run for run, _ in loaded]
+    analysed = [a for _, a in loaded]
+    for run, a in loaded:
         _write_json(run.path / "metrics.json", a)
-        analysed.append(a)
     warnings = [w for r in runs for w in r.warnings]
     oracle_path = Path(oracle) if oracle is not None else find_oracle(run_dirs)
     doc = load_oracle(oracle_path, warnings) if oracle_path is not None else None

@@ -20,7 +20,7 @@ from statistics import mean, stdev
 
 from analysis.noise import describe as describe_noise
 from analysis.oracle import job_comparison
-from analysis.records import load_run
+from analysis.records import Run, load_run
 from analysis.regime import FILE_SUFFIX as REGIME_SUFFIX
 from analysis.regime import SCHEMA as REGIME_SCHEMA
 from analysis.regime import describe as rg_describe
@@ -57,14 +57,21 @@ EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED =
     exits.OK, exits.WRONG, exits.USAGE, exits.FAILED, exits.DISK_FULL, exits.INTERRUPTED)
 
 
-def analyse(results: list[RunResult]) -> list[dict]:
-    """analysis' per-run metrics (its records warnings silenced: the report says them)."""
+def load_analysed(results: list[RunResult]) -> list[tuple[Run, dict]]:
+    """Each run's records and analysis' metrics of them (the records'
+    warnings silenced: the report says them)."""
     out = []
     for r in results:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out.append(analyse_run(load_run(r.run_dir)))
+            run = load_run(r.run_dir)
+            out.append((run, analyse_run(run)))
     return out
+
+
+def analyse(results: list[RunResult]) -> list[dict]:
+    """analysis' per-run metrics (load_analysed)."""
+    return [a for _, a in load_analysed(results)]
 
 
 def _stats(xs: list[float]) -> tuple[float | None, float | None]:
@@ -505,11 +512,15 @@ def report_command(exp_dir: Path, stamp: str) -> str:
 
 
 def _report(results: list[RunResult], exp_dir: Path, stamp: str, oracle_path: Path | None, signals: Signals,
-            say: Callable[[str], None], sim_path: Path | None = None) -> None:
+            say: Callable[[str], None], sim_path: Path | None = None,
+            loaded: list[tuple[Run, dict]] | None = None) -> None:
     """analysis' report of the runs that ran (ok or failed), complete or
     absent: an interrupt or a failure leaves no half-made report folder
-    (analysis.report.write_report), and one line says how to make it."""
-    dirs = [r.run_dir for r in results if r.status in ("ok", "failed")]
+    (analysis.report.write_report), and one line says how to make it;
+    loaded: every run as load_analysed gave it, not read again."""
+    ran = [i for i, r in enumerate(results) if r.status in ("ok", "failed")]
+    dirs = [results[i].run_dir for i in ran]
+    shown = [loaded[i] for i in ran] if loaded else None
     if not dirs:
         return
     how = f"make it with: {report_command(exp_dir, stamp)}"
@@ -522,7 +533,8 @@ def _report(results: list[RunResult], exp_dir: Path, stamp: str, oracle_path: Pa
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            print(f"report:  {write_report(dirs, exp_dir / f'{stamp}-report', oracle=oracle_path, sim=sim_path)}")
+            path = write_report(dirs, exp_dir / f"{stamp}-report", oracle=oracle_path, sim=sim_path, loaded=shown)
+            print(f"report:  {path}")
     except KeyboardInterrupt:
         print(f"interrupted: no report; {how}")
     except Exception as exc:
@@ -543,6 +555,7 @@ def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, 
     written whatever arrives meanwhile; a Ctrl-C during the report leaves no
     report and says how to make it."""
     analysed: list[dict | None] = [None] * len(results)
+    loaded: list[tuple[Run, dict]] | None = None      # the runs as read and analysed, for the report too
     oracle, oracle_path, regime, sim, sim_path = None, None, None, None, None
     exp_dir.mkdir(parents=True, exist_ok=True)
     if not signals.hurry:                   # a second Ctrl-C: the run list only, no analysis
@@ -550,17 +563,19 @@ def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, 
             shield.phase("analysis")        # (a test signals here)
             oracle, oracle_path = _oracle(spec, results, exp_dir, stamp, say)
             regime, _ = _regime(spec, exp_dir, stamp, say)
-            analysed = analyse(results)     # first: a simulated batch's runs are part of its prediction
+            loaded = load_analysed(results)     # first: a simulated batch's runs are part of its prediction
+            analysed = [a for _, a in loaded]
             if sim_cache is not None:
                 sim, sim_path = _sim(scenario or spec, results, exp_dir, stamp, sim_cache, say, confirmation,
                                       scaling.rate if scaling and not scaling.deployment else 1.0,
                                       simulated_runs(spec, scaling, results, analysed) if simulated else [])
         except KeyboardInterrupt:
-            say("interrupted: the summary lists the runs without their analysis")
+            say("interrupted: the summary lists the runs without their analysis" if loaded is None else
+                "interrupted: the summary has no simulation beside the runs")
         except Exception as exc:
             say(f"analysis of the runs failed: {type(exc).__name__}: {exc}")
         if any(a is None for a in analysed):
-            analysed = [None] * len(results)
+            analysed, loaded = [None] * len(results), None
     with signals.shielded():                # the summary is written whatever arrives now
         summ = summary(spec, results, analysed, signals.interrupted, oracle, regime, sim, scaling)
         summ["stamp"] = stamp
@@ -569,5 +584,5 @@ def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, 
         written = write_summary(exp_dir, stamp, summ, say)
         _print_summary(spec, results, summ, written)
     if report:
-        _report(results, exp_dir, stamp, oracle_path, signals, say, sim_path)
+        _report(results, exp_dir, stamp, oracle_path, signals, say, sim_path, loaded)
     return summ

@@ -31,6 +31,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextvars
 import ctypes
+import gc
 import importlib
 import multiprocessing as mp
 import os
@@ -187,6 +188,18 @@ def kill(pool: cf.ProcessPoolExecutor) -> None:
 
 
 @contextmanager
+def _frozen() -> Iterator[None]:
+    """The parent's objects out of the collector's sight while workers fork
+    (gc.freeze): a worker's collections then never write to the pages it
+    shares with a parent that holds a batch's runs, so fork copies nothing."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+@contextmanager
 def process_pool(workers: int, channel: Channel | None = None) -> Iterator[cf.ProcessPoolExecutor]:
     """A pool of `workers` processes (module docstring), with the channel
     if one is given; on a normal exit it waits for the tasks, as
@@ -194,7 +207,7 @@ def process_pool(workers: int, channel: Channel | None = None) -> Iterator[cf.Pr
     pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=start_worker,
                                   initargs=(os.getpid(), channel))
     try:
-        with _blocked():
+        with _blocked(), _frozen():
             # fork starts every worker on the first submit: here, with the signals blocked
             pool.submit(int)
         yield pool

@@ -253,3 +253,19 @@ def test_a_report_out_in_a_system_directory_is_one_line_and_exit_2(tmp_path, cap
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(f"analysis: --out {out}: inside the system directory /"), err
     assert not (d / "metrics.json").exists()        # refused before anything was written
+
+
+def test_runs_already_loaded_give_the_same_report_as_their_directories(experiment, tmp_path):
+    """A batch hands the report the runs it read and analysed (not read
+    again): the report's figures are those made from the directories; runs
+    that are not the directories given are refused."""
+    root, dirs, report = experiment
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loaded = [(run, analyse_run(run)) for run in map(load_run, dirs)]
+        again = write_report(dirs, tmp_path / "again", loaded=loaded)
+    assert json.loads((again.parent / "report.json").read_text()) == \
+        json.loads((report.parent / "report.json").read_text())
+    assert again.read_text().count("![") == report.read_text().count("![")
+    with pytest.raises(ValueError, match="not the run directories given"):
+        write_report(dirs[:2], tmp_path / "wrong", loaded=loaded[1:3])

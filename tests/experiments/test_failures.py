@@ -59,7 +59,7 @@ def leftovers(root):
 # --- item 4: Ctrl-C while the batch closes ---------------------------------------
 
 def test_ctrl_c_during_the_analysis_still_writes_the_summary(tmp_path, batch, fake_spec, monkeypatch, capsys):
-    monkeypatch.setattr(SU, "analyse", interrupt_here)
+    monkeypatch.setattr(SU, "load_analysed", interrupt_here)
     code = batch(fake_spec(variants=["baseline"]))
     assert code == exits.INTERRUPTED
     exp = tmp_path / OUT / "fake"
