@@ -30,8 +30,8 @@ test: $(STAMP)
 # The default experiment (CONFIG, TARGET, DEMO_ARGS overridable): the
 # victim scenario at half size scaled into the deployment's regime
 # (--scale auto: K = 50, its steps about a thousand RTTs long), one repeat of
-# both variants, and the simulation's predictions beside it; about 9 minutes
-# on 2 cores (soft target: the runs; the simulation beside them 15 s).  The
+# both variants, and the simulation's predictions beside it; about 8 minutes
+# on 2 cores (soft target: 7 1/4 min of runs, the simulation beside them 16 s).  The
 # full-size scenario: CONFIG=experiments/configs/victim_straggle8.toml (about
 # 11 minutes).  It prints per job the measured change, the oracle's, the
 # simulation's at the deployment's scale and the regime verdict.  Exits with
