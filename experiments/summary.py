@@ -434,17 +434,14 @@ def runs_via(results: list[RunResult]) -> str:
 
 
 def simulated_runs(spec: ExperimentSpec, scaling: Scaling | None, results: list[RunResult],
-                   analysed: list[dict | None]) -> list[Ran]:
+                   loaded: list[tuple[Run, dict]]) -> list[Ran]:
     """A --target sim batch's ok runs as the prediction's tasks they are
-    (experiments.sim.predict.seed): spec and scaling the runs', analysed
-    their metrics (analyse)."""
+    (experiments.sim.predict.seed): spec and scaling the runs', loaded
+    their records and metrics (load_analysed)."""
     name = DEPLOYMENT_SCALE if scaling and scaling.deployment else CONFIG_SCALE
-    out = []
-    for r, a in zip(results, analysed, strict=True):
-        if a is not None and r.status == "ok" and not r.wrong:
-            sim = json.loads((r.run_dir / "meta.json").read_text(encoding="utf-8")).get("sim", {})
-            out.append(Ran(Task(name, r.repeat, r.variant, spec, scaling, VIA_TWIN), r.run_dir.name, a, sim))
-    return out
+    return [Ran(Task(name, r.repeat, r.variant, spec, scaling, VIA_TWIN), r.run_dir.name, metrics,
+                run.meta.get("sim") or {})
+            for r, (run, metrics) in zip(results, loaded, strict=True) if r.status == "ok" and not r.wrong]
 
 
 def _sim(scenario: ExperimentSpec, results: list[RunResult], exp_dir: Path, stamp: str, cache: Path,
@@ -568,7 +565,7 @@ def finish_point(spec: ExperimentSpec, results: list[RunResult], exp_dir: Path, 
             if sim_cache is not None:
                 sim, sim_path = _sim(scenario or spec, results, exp_dir, stamp, sim_cache, say, confirmation,
                                       scaling.rate if scaling and not scaling.deployment else 1.0,
-                                      simulated_runs(spec, scaling, results, analysed) if simulated else [])
+                                      simulated_runs(spec, scaling, results, loaded) if simulated else [])
         except KeyboardInterrupt:
             say("interrupted: the summary lists the runs without their analysis" if loaded is None else
                 "interrupted: the summary has no simulation beside the runs")

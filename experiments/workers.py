@@ -185,6 +185,13 @@ def kill(pool: cf.ProcessPoolExecutor) -> None:
         deadline = time.monotonic() + REAP_S
         for p in procs:
             p.join(max(0.0, deadline - time.monotonic()))
+        # and the pool's manager thread, which closes its wake-up pipe as it
+        # ends: Python 3.11's exit hook writes to that pipe unlocked, so a
+        # process exiting while the thread closes it printed a traceback
+        # ("Bad file descriptor"; the lock CPython gh-125451 put round it is 3.12's)
+        manager = getattr(pool, "_executor_manager_thread", None)
+        if manager is not None:
+            manager.join(max(0.0, deadline - time.monotonic()))
 
 
 @contextmanager

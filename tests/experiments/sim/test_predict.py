@@ -15,7 +15,7 @@ from experiments import config as C
 from experiments.config.scale import deployment_scaling, scale
 from experiments.runner import Runner
 from experiments.sim import predict as P
-from experiments.summary import analyse, simulated_runs
+from experiments.summary import load_analysed, simulated_runs
 from tests.harness import REPO
 from topologies.network.links import VIA_TWIN
 
@@ -101,7 +101,7 @@ def test_a_sim_batchs_runs_are_its_predictions_own(tmp_path, scale_name):
     todo = P.tasks(spec, [1], VIA_TWIN, coarse=64, scales=(scale_name,))
     assert len(todo) == 2 and all(r.status == "ok" for r in runner.results)
     cache = tmp_path / "cache"
-    done = simulated_runs(ran, sc, runner.results, analyse(runner.results))
+    done = simulated_runs(ran, sc, runner.results, load_analysed(runner.results))
     assert set(P.seed(todo, done, cache)) == set(todo)
     for t in todo:
         seeded = P.lookup(t, cache)
