@@ -69,11 +69,6 @@ def load_analysed(results: list[RunResult]) -> list[tuple[Run, dict]]:
     return out
 
 
-def analyse(results: list[RunResult]) -> list[dict]:
-    """analysis' per-run metrics (load_analysed)."""
-    return [a for _, a in load_analysed(results)]
-
-
 def _stats(xs: list[float]) -> tuple[float | None, float | None]:
     xs = [x for x in xs if x is not None and math.isfinite(x)]
     if not xs:

@@ -118,7 +118,7 @@ def simulate(task: Task, workdir: Path | None = None) -> dict:
 
 
 def job_figures(run_dir: Path, scaling: Scaling | None) -> dict[str, dict]:
-    """A simulated run's figures from its records (figures)."""
+    """figures() of a run read from its directory (simulate's: no analysis has read it)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         run = load_run(run_dir)

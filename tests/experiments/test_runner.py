@@ -55,7 +55,7 @@ def test_two_variants_ok_records_and_summary(tmp_path, fake_net, fake_spec):
         applied = [json.loads(x) for x in (d / "jitter_applied.jsonl").read_text().splitlines()]
         assert [a["op"] for a in applied] == ["set_rate", "set_rate"]
     assert jit[0] == jit[1] and jit[0]
-    analysed = SU.analyse(results)
+    analysed = [a for _, a in SU.load_analysed(results)]
     s = SU.summary(r.spec, results, analysed, interrupted=False)
     for v in ("baseline", "symphony"):
         assert s["variants"][v]["runs_ok"] == 1 and s["variants"][v]["cct_mean_s"] > 0
@@ -131,7 +131,7 @@ def test_interrupt_marks_the_run_and_stops(tmp_path, fake_net, fake_spec):
     assert meta(results[0].run_dir)["status"] == "interrupted"
     assert fake_net.instances[0].stopped
     assert all(p.poll() is not None for p in fake_net.instances[0].procs)
-    s = SU.summary(r.spec, results, SU.analyse(results), interrupted=True)
+    s = SU.summary(r.spec, results, [a for _, a in SU.load_analysed(results)], interrupted=True)
     assert s["interrupted"] is True and s["runs"][0]["status"] == "interrupted"
     assert SU.exit_code(results, True) == SU.EXIT_INTERRUPTED
 
