@@ -144,6 +144,8 @@ void bind_world(nb::module_& m) {
              nb::arg("step"), nb::arg("length"))
         .def("await_step", &Transport::await_step, nb::arg("step"), nb::arg("deadline"))
         .def("linger", &Transport::linger, nb::arg("idle_s"), nb::arg("deadline"))
+        .def("await_received", &Transport::await_received, nb::arg("step"), nb::arg("deadline"))
+        .def("service", &Transport::service, nb::arg("now"))
         .def("taken", [](Transport& t) {
             nb::bytearray b(t.taken.data(), t.taken.size());
             std::vector<uint8_t>().swap(t.taken);

@@ -31,6 +31,11 @@ void Transport::service(double now) {
             taken = ep.take(step_, &taken_total);     // taken now, as the Python's ep.take(...) is
             tell_later(STEP_DONE);
         }
+    } else if (wait_ == Wait::Received) {
+        if (ep.recv_done(step_)) {
+            wait_ = Wait::None;
+            tell_later(STEP_DONE);
+        }
     } else if (wait_ == Wait::Linger) {
         double quiet = ep.quiet_at(since_, idle_s_);
         if (now >= quiet) {
@@ -55,6 +60,11 @@ void Transport::await_step(int64_t step, double deadline) {
     wait_for(Wait::Step, deadline);
 }
 
+void Transport::await_received(int64_t step, double deadline) {
+    step_ = step;
+    wait_for(Wait::Received, deadline);
+}
+
 void Transport::linger(double idle_s, double deadline) {
     since_ = now();
     idle_s_ = idle_s;
@@ -69,7 +79,7 @@ void Transport::deadline(uint32_t token) {
     Wait was = wait_;
     wait_ = Wait::None;
     waited_step = step_;
-    tell(was == Wait::Step ? TIMED_OUT : QUIET);
+    tell(was == Wait::Linger ? QUIET : TIMED_OUT);
 }
 
 }  // namespace sym

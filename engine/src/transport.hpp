@@ -39,8 +39,14 @@ public:
     void send(int64_t step, Chunk chunk, int64_t total) { ep.start_send(step, std::move(chunk), total, now()); }
     void await_step(int64_t step, double deadline);
     void linger(double idle_s, double deadline);
+    // as await_step, but the step's data is all it waits for (nothing taken):
+    // the flows harness's receivers, which send nothing
+    void await_received(int64_t step, double deadline);
 
     void wake(Engine&, double now) override { service(now); }
+    // SimTransport._service: what the socket loop does between selects (the
+    // flows harness calls it after a send made outside a rank's loop)
+    void service(double now);
 
     Endpoint& ep;
     std::vector<uint8_t> taken;              // the step that completed (keep), else empty
@@ -48,7 +54,7 @@ public:
     int64_t waited_step = 0;                 // the step a TIMED_OUT was waiting for
 
 private:
-    enum class Wait : uint8_t { None, Step, Linger };
+    enum class Wait : uint8_t { None, Step, Received, Linger };
     struct Port : Listener {
         Transport* t = nullptr;
         bool ctrl = false;
@@ -74,7 +80,6 @@ private:
     double since_ = 0.0, idle_s_ = 0.0;
 
     double now() const { return py_.engine.now; }
-    void service(double now);
     void deadline(uint32_t token);
     void wait_for(Wait kind, double deadline);
     void tell(int code) { ready_(code); }

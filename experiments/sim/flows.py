@@ -5,6 +5,12 @@ agents' own transport (SimTransport: the Endpoint, its pacer and DCQCN) and
 carried by the twin's switch.  The DCQCN comparison with HPCC's ns-3
 (experiments/bench/dcqcn_reference.py) and the in-flight tests use it.
 
+On either engine (experiments.sim.compiled.ENGINES): the Python one
+records each flow's deliveries and in-flight bound and takes CNPs from
+outside (`cnp_at`), since it calls into the transport at every packet; the
+compiled one records what its transport reports (the completion and the
+DCQCN rate's changes) and gives the same times and rates.
+
 Flow i goes from host h<i+1> to the last host as job i+1's rank 0 to its
 rank 1 (a 2-rank ring of which only one direction carries data); the
 receiver's delivered bytes and the sender's DCQCN rate are recorded over
@@ -13,10 +19,12 @@ time.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from experiments.plan import RunPlan
-from experiments.sim.engine import Engine
+from experiments.sim.compiled import CompiledNetwork, CompiledTransport, make_engine
 from experiments.sim.host import SimTransport
 from experiments.sim.network import SimNetwork
 from hosts import wire
@@ -32,16 +40,18 @@ DATA_PORT = 5000
 @dataclass
 class Flow:
     """One flow's record: when it started and ended (its last byte at the
-    receiver), the receiver's cumulative bytes over time, the sender's
-    DCQCN rate (rc, rt) at every change."""
+    receiver), the receiver's cumulative bytes over time (Python engine
+    only), the sender's DCQCN rate (rc, rt) at every change."""
     index: int
     size: int
     start_s: float
     end_s: float | None = None
     delivered: list[tuple[float, int]] = field(default_factory=list)
     rates: list[tuple[float, float, float]] = field(default_factory=list)
-    sender: SimTransport | None = field(default=None, repr=False)
-    max_in_flight: int = 0        # packets past the first unacknowledged, at most, seen at each ACK
+    sender: SimTransport | CompiledTransport | None = field(default=None, repr=False)
+    # kept here: a compiled world holds its transports weakly
+    receiver: SimTransport | CompiledTransport | None = field(default=None, repr=False)
+    max_in_flight: int = 0        # packets past the first unacknowledged, at most, seen at each ACK (Python engine)
 
     @property
     def fct_s(self) -> float | None:
@@ -75,20 +85,26 @@ def _plan(net: Incast) -> RunPlan:
 
 
 def run(net: Incast, sizes: list[int], starts: list[float], until: float,
-        cnp_at: dict[int, float] | None = None) -> list[Flow]:
+        cnp_at: dict[int, float] | None = None, engine: str = "python") -> list[Flow]:
     """Send flow i of sizes[i] bytes from starts[i] (s); run until every flow
     has arrived or `until`; cnp_at: flow -> a time its sender gets a CNP, as
-    from its receiver (on top of any the network causes)."""
-    engine = Engine()
+    from its receiver (on top of any the network causes; Python engine only)."""
+    if cnp_at and engine != "python":
+        raise ValueError("flows: a CNP from outside (cnp_at) needs the python engine")
+    clock = make_engine(engine)
     plan = _plan(net)
-    sim = SimNetwork(engine, plan)
+    sim = (SimNetwork if engine == "python" else CompiledNetwork)(clock, plan)
     flows = [Flow(i, sizes[i], starts[i]) for i in range(net.senders)]
     left = [net.senders]
+    add = _flow if engine == "python" else _compiled_flow
     for i, job in enumerate(plan.placed):
-        _flow(engine, sim, net, job, flows[i], left)
+        add(clock, sim, net, job, flows[i], left)
     for i, t in (cnp_at or {}).items():
-        engine.at(t, _cnp, engine, flows[i])
-    engine.run(until)
+        clock.at(t, _cnp, clock, flows[i])
+    clock.run(until)
+    for f in flows:
+        if isinstance(f.sender, CompiledTransport):
+            f.sender.flush()         # its rate changes since the last wait
     return flows
 
 
@@ -98,23 +114,32 @@ def _controllers(net: Incast, now: float):
     return ReactionPoint(net.dcqcn, now), NotificationPoint(net.dcqcn.cnp_interval_s)
 
 
-def _flow(engine: Engine, sim: SimNetwork, net: Incast, job, flow: Flow, left: list[int]) -> None:
+def _pair(cls, clock, sim, net: Incast, job, flow: Flow, log, **extra):
+    """The flow's sender and receiver transports (cls: the engine's), open,
+    on its job's two hosts."""
     src, dst = job.hosts
     ips = [sim.topo.host(h).ip for h in job.hosts]
     rp, np_ = _controllers(net, 0.0)
+    size = flow.size           # not the flow: a compiled endpoint holds recv_len where no collector sees
+    common = {"job": job.job, "ips": ips, "data_port": job.data_port, "params": net.udp, "log": log,
+              "engine": clock, "keep": False, **extra}
+    sender = cls(rank=0, recv_len=lambda step: None, rp=rp, np_=NotificationPoint(None), host=sim.hosts[src],
+                 **common)
+    receiver = cls(rank=1, recv_len=lambda step: size if step == 0 else None, np_=np_, host=sim.hosts[dst],
+                   **common)
+    sender.open()
+    receiver.open()
+    flow.sender, flow.receiver = sender, receiver
+    return sender, receiver
+
+
+def _flow(engine, sim: SimNetwork, net: Incast, job, flow: Flow, left: list[int]) -> None:
+    src, dst = job.hosts
 
     def log(kind, step, **f):
         if kind == "rate":
             flow.rates.append((engine.now, f["rc"], f["rt"]))
-    common = {"job": job.job, "ips": ips, "data_port": job.data_port, "params": net.udp, "log": log,
-              "engine": engine, "keep": False}
-    sender = SimTransport(rank=0, recv_len=lambda step: None, rp=rp, np_=NotificationPoint(None),
-                          host=sim.hosts[src], **common)
-    receiver = SimTransport(rank=1, recv_len=lambda step: flow.size if step == 0 else None, np_=np_,
-                            host=sim.hosts[dst], **common)
-    sender.open()
-    receiver.open()
-    flow.sender = sender
+    sender, receiver = _pair(SimTransport, engine, sim, net, job, flow, log)
     on_data = receiver._on_data
     rx = receiver.ep.receiver
 
@@ -145,7 +170,33 @@ def _flow(engine: Engine, sim: SimNetwork, net: Incast, job, flow: Flow, left: l
     engine.at(flow.start_s, start)
 
 
-def _cnp(engine: Engine, flow: Flow) -> None:
+def _compiled_flow(clock, sim: CompiledNetwork, net: Incast, job, flow: Flow, left: list[int]) -> None:
+    """_flow on the compiled world: the receiver's wait for its one step
+    ends the flow, and the sender's rate changes arrive with the time each
+    happened (its transport's log, flushed when run() ends)."""
+    stamp = SimpleNamespace(at=None)
+
+    def log(kind, step, **f):
+        if kind == "rate":
+            flow.rates.append((stamp.at, f["rc"], f["rt"]))
+    sender, receiver = _pair(CompiledTransport, clock, sim, net, job, flow, log, stamp=stamp)
+
+    def arrived(data, error) -> None:
+        if error is None:
+            flow.end_s = clock.now
+        left[0] -= 1
+        if not left[0]:
+            clock.stop()
+    receiver.resume = arrived
+    receiver.c.await_received(0, math.inf)
+
+    def start() -> None:
+        sender.send(0, memoryview(bytes(flow.size)))
+        sender.c.service(clock.now)
+    clock.at(flow.start_s, start)
+
+
+def _cnp(engine, flow: Flow) -> None:
     sender = flow.sender
     sender.ep.sender.on_cnp(wire.Cnp(sender.ep.job, sender.ep.succ_rank, 0), engine.now)
     sender._service(engine.now)
