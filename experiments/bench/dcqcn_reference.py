@@ -3,7 +3,7 @@
 DCQCN, the one Astra-Sim's ns-3 backend carries), on DCQCN-only cases both
 can express:
 
-    python3 -m experiments.bench.dcqcn_reference --reference DIR [--json FILE] [--seeds K]
+    python3 -m experiments.bench.dcqcn_reference --reference DIR [--json FILE] [--seeds K] [--engine compiled|python]
 
 N senders (2, 4, 8) into one 100 Gbit/s bottleneck through one switch,
 2.5 us per link, one 10 MB flow each, all from t = 0 ("sync") or the last
@@ -21,7 +21,9 @@ what was logged) is in experiments/README.md ("DCQCN against HPCC's
 ns-3").  The simulation runs each case with K seeds of its switch's ECN
 draws and prints, per case: the mean FCT over flows, the last completion
 and each flow's mean Rc over its life, both sides, and their differences
-(target: within 10 %).  Figures, not a timed test.
+(target: within 10 %).  On the compiled engine by default (the Python one,
+the reference, gives the same figures: tests/experiments/sim/test_engines.py).
+Figures, not a timed test.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import sys
 from pathlib import Path
 from statistics import mean
 
+from experiments.sim.compiled import DEFAULT_ENGINE, ENGINES
 from experiments.sim.flows import Incast, run
 from hosts.dcqcn_regime import DEPLOYMENT
 from hosts.udp.params import UdpParams
@@ -56,9 +59,9 @@ def network(n: int, seed: int) -> Incast:
     return Incast(n, d.line_rate_bps / 1e6, LINK_DELAY_MS, BUFFER_PKTS, ecn, udp, d.dcqcn, seed=seed)
 
 
-def simulate(n: int, mode: str, seed: int) -> dict:
+def simulate(n: int, mode: str, seed: int, engine: str = DEFAULT_ENGINE) -> dict:
     starts = [0.0] * n if mode == "sync" else [0.0] * (n - 1) + [LATE_S]
-    flows = run(network(n, seed), [FLOW_BYTES] * n, starts, until=0.2)
+    flows = run(network(n, seed), [FLOW_BYTES] * n, starts, until=0.2, engine=engine)
     return {"fct_us": [f.fct_s * 1e6 if f.fct_s is not None else None for f in flows],
             "end_us": max(f.end_s or 0.0 for f in flows) * 1e6,
             "mean_rc_gbps": [mean_rate(f.rates, f.start_s, f.end_s) for f in flows]}
@@ -137,6 +140,8 @@ def main(argv=None) -> int:
     ap.add_argument("--reference", type=Path, required=True, metavar="DIR", help="ns-3's traces, one folder per case")
     ap.add_argument("--seeds", type=int, default=3, metavar="K", help="the simulation's seeds per case (default 3)")
     ap.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the figures here too")
+    ap.add_argument("--engine", choices=ENGINES, default=DEFAULT_ENGINE,
+                    help=f"the simulation's engine (default {DEFAULT_ENGINE})")
     args = ap.parse_args(argv)
     missing = [f"N{n}_{m}" for n, m in CASES if not (args.reference / f"N{n}_{m}" / "fct.csv").is_file()]
     if missing:
@@ -145,13 +150,13 @@ def main(argv=None) -> int:
     sweep = seed_sweep(args.reference)
     rows = []
     for n, mode in CASES:
-        ours = [simulate(n, mode, seed) for seed in range(1, args.seeds + 1)]
+        ours = [simulate(n, mode, seed, args.engine) for seed in range(1, args.seeds + 1)]
         rows.append(compare(n, mode, ours, reference(args.reference / f"N{n}_{mode}"), sweep))
         print(line(rows[-1]), flush=True)
     worst = max(max(abs(r[k]) for k in ("fct_diff_pct", "end_diff_pct", "rc_diff_pct")) for r in rows)
     print(f"largest difference {worst:.1f} % (target: within {TARGET_PCT:g} %)")
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "seeds": args.seeds}, indent=1))
+        args.json.write_text(json.dumps({"rows": rows, "seeds": args.seeds, "engine": args.engine}, indent=1))
     return 0
 
 

@@ -1,13 +1,15 @@
 """The simulation against the emulation, on the same configs and seeds:
 
     sudo python3 -m experiments.bench.sim_validation [--config PATH ...] [--target soft --target bmv2]
-                                                     [--repeat N] [--out DIR] [--json FILE]
+                                                     [--repeat N] [--scale K|auto] [--out DIR] [--json FILE]
 
 For each config (default: every shipped config with UDP jobs only, its
 sweep left out) and each emulated target, a batch of --repeat repeats of
 both variants as `experiments run` makes it; then the simulation at the
 config's own rates on the same repeats' schedules (experiments.sim.predict,
-cached under DIR/.sim-cache).  Per job, for the runs the batch counts
+cached under DIR/.sim-cache).  With --scale, both sides run the config
+scaled as `experiments run --scale` scales it (auto: the K it picks, in
+the deployment's regime), and the simulation is of the same K.  Per job, for the runs the batch counts
 (ok, and fidelity-ok unless none is): the measured baseline CCT against the
 simulation's (target: within 10 %), and the measured change Symphony makes
 against the simulation's (target: within 5 points).  Figures, not a timed
@@ -36,7 +38,9 @@ from analysis.records import load_run
 from analysis.report import analyse_run
 from analysis.simulation import CONFIG_SCALE
 from experiments import config as C
-from experiments.cli_run import run_points
+from experiments.cli_common import Refused
+from experiments.cli_run import run_points, scaled_points
+from experiments.config.scale import Scaling
 from experiments.sim.predict import SIM_CACHE, Task, run_all, summarise, tasks
 from experiments.sim.run import refusal
 from experiments.summary import runs_via
@@ -50,22 +54,36 @@ def shipped() -> list[Path]:
     return [p for p in sorted(CONFIGS.glob("*.toml")) if not refusal(C.load(p))]
 
 
-def batch(spec: C.ExperimentSpec, target: str, out: Path) -> tuple[dict, list[RunResult]]:
+def scaled(spec: C.ExperimentSpec, k: str | None, target: str) -> tuple[C.ExperimentSpec, Scaling | None]:
+    """The config as `experiments run --scale k` runs it (k None: as it is),
+    and its scaling."""
+    if k is None:
+        return spec, None
+    args = SimpleNamespace(scale=k, deployment=False, coarse=1, confirm=False, rate=None, target=target)
+    (_, point, scaling), = scaled_points(args, [(None, spec)])[0]
+    return point, scaling
+
+
+def batch(spec: C.ExperimentSpec, scaling: Scaling | None, target: str, out: Path) -> tuple[dict, list[RunResult]]:
     """One batch as `experiments run` makes it (without its own simulation);
-    its summary and runs."""
+    its summary (in the config's units) and runs."""
     args = SimpleNamespace(out=out, fail_fast=False, no_report=True, target=target, no_sim=True)
-    run_points(args, [(None, spec)])
+    run_points(args, [(None, spec, scaling)])
     exp = out / spec.name
     summ = json.loads((exp / "summary.json").read_text())
     results = [RunResult(exp / r["run"], r["variant"], r["repeat"], status=r["status"]) for r in summ["runs"]]
     return summ, results
 
 
-def compare(spec: C.ExperimentSpec, target: str, summ: dict, sim: dict) -> list[dict]:
+def compare(spec: C.ExperimentSpec, target: str, summ: dict, sim: dict, time: float = 1.0) -> list[dict]:
+    """Per job, the batch's figures against the simulation's; time: the
+    scaling's time factor, which the batch's CCTs are divided by (the
+    config's units) and the simulation's are not."""
     rows = []
     for job, row in summ["jobs"].items():
         s = sim["scales"][CONFIG_SCALE]["jobs"].get(job) or {}
         base, sbase = row.get("baseline_cct_s"), s.get("baseline_cct_s")
+        sbase = None if sbase is None else sbase / time
         change, schange = row.get("cct_change_pct"), s.get("cct_change_pct")
         rows.append({"config": spec.name, "target": target, "job": job,
                      "baseline_cct_s": base, "sim_baseline_cct_s": sbase,
@@ -130,7 +148,8 @@ def met(r: dict) -> bool:
 def line(r: dict) -> str:
     def f(x, fmt):
         return "-" if x is None else fmt.format(x)
-    return (f"{r['config']:<24} {r['target']:<5} job {r['job']}: baseline {f(r['baseline_cct_s'], '{:.3f}')} s "
+    name = r["config"] + (f" K={r['scale_k']:g}" if r.get("scale_k") else "")
+    return (f"{name:<24} {r['target']:<5} job {r['job']}: baseline {f(r['baseline_cct_s'], '{:.3f}')} s "
             f"(sim {f(r['sim_baseline_cct_s'], '{:.3f}')}, {f(r['baseline_diff_pct'], '{:+.1f}')} %), change "
             f"{f(r['change_pct'], '{:+.1f}')} % (sim {f(r['sim_change_pct'], '{:+.1f}')}, "
             f"{f(r['change_diff_points'], '{:+.1f}')} points)  {'ok' if met(r) else 'MISSED'}"
@@ -151,6 +170,8 @@ def main(argv=None) -> int:
     ap.add_argument("--config", type=Path, action="append", default=None, metavar="PATH")
     ap.add_argument("--target", action="append", default=None, choices=("soft", "bmv2"))
     ap.add_argument("--repeat", type=int, default=2, metavar="N")
+    ap.add_argument("--scale", default=None, metavar="K|auto",
+                    help="both sides at K times the bytes (auto: the K `experiments run --scale auto` picks)")
     ap.add_argument("--out", type=Path, default=Path("results") / "sim-validation", metavar="DIR")
     ap.add_argument("--json", type=Path, default=None, metavar="FILE")
     args = ap.parse_args(argv)
@@ -161,14 +182,20 @@ def main(argv=None) -> int:
         spec = C.resolve(raw, str(path))
         for target in args.target or ["soft"]:
             out = args.out / target
-            summ, results = batch(spec, target, out)
+            try:
+                point, scaling = scaled(spec, args.scale, target)
+            except Refused as exc:
+                print(f"sim_validation: {path.name}: {exc}", file=sys.stderr)
+                return 2
+            summ, results = batch(point, scaling, target, out)
             repeats = sorted({r.repeat for r in results})
-            todo = tasks(spec, repeats, runs_via(results), scales=(CONFIG_SCALE,))
+            todo = tasks(point, repeats, runs_via(results), scales=(CONFIG_SCALE,))
             done = run_all(todo, args.out / SIM_CACHE)       # each run once: the means and each repeat's
-            sim = summarise(spec, todo, done)
+            sim = summarise(point, todo, done)
             emu_rep = repeat_changes(emulated_ccts(results))
             sim_rep = repeat_changes(simulated_ccts(todo, done))
-            for r in compare(spec, target, summ, sim):
+            for r in compare(spec, target, summ, sim, scaling.time if scaling else 1.0):
+                r["scale_k"] = scaling.time if scaling else None
                 r["paired"] = paired(emu_rep.get(r["job"], {}), sim_rep.get(r["job"], {}))
                 rows.append(r)
                 print(line(r), flush=True)
