@@ -22,6 +22,13 @@ def test_cut_last_line_is_skipped_with_a_warning_naming_file_and_line(tmp_path):
     assert rows == [{"a": 1}, {"a": 2}]
 
 
+def test_a_cut_line_is_measured_in_bytes(tmp_path):
+    path = tmp_path / "rank0.jsonl"
+    path.write_text('{"a": 1}\n{"a": "\u00e9\u00e9', encoding="utf-8")
+    with pytest.warns(RecordWarning, match=r"rank0\.jsonl:2: last line is cut \(11 bytes, no newline\)"):
+        assert read_jsonl(path) == [{"a": 1}]
+
+
 def test_complete_last_line_without_newline_is_kept(tmp_path):
     path = tmp_path / "x.jsonl"
     path.write_text('{"a": 1}\n{"a": 2}')
