@@ -37,6 +37,7 @@ from types import SimpleNamespace
 from analysis.records import load_run
 from analysis.report import analyse_run
 from analysis.simulation import CONFIG_SCALE
+from contract import exits
 from experiments import config as C
 from experiments.cli_common import Refused
 from experiments.cli_run import run_points, scaled_points
@@ -64,11 +65,16 @@ def scaled(spec: C.ExperimentSpec, k: str | None, target: str) -> tuple[C.Experi
     return point, scaling
 
 
+class Interrupted(Exception):
+    """The batch was interrupted (SIGINT/SIGTERM): the bench stops with it."""
+
+
 def batch(spec: C.ExperimentSpec, scaling: Scaling | None, target: str, out: Path) -> tuple[dict, list[RunResult]]:
     """One batch as `experiments run` makes it (without its own simulation);
     its summary (in the config's units) and runs."""
     args = SimpleNamespace(out=out, fail_fast=False, no_report=True, target=target, no_sim=True)
-    run_points(args, [(None, spec, scaling)])
+    if run_points(args, [(None, spec, scaling)]) == exits.INTERRUPTED:
+        raise Interrupted
     exp = out / spec.name
     summ = json.loads((exp / "summary.json").read_text())
     results = [RunResult(exp / r["run"], r["variant"], r["repeat"], status=r["status"]) for r in summ["runs"]]
@@ -187,7 +193,14 @@ def main(argv=None) -> int:
             except Refused as exc:
                 print(f"sim_validation: {path.name}: {exc}", file=sys.stderr)
                 return 2
-            summ, results = batch(point, scaling, target, out)
+            try:
+                summ, results = batch(point, scaling, target, out)
+            except Interrupted:
+                # a half-run batch is no comparison: the rows so far, and stop as the runner does
+                print(f"sim_validation: interrupted during {path.name}; the {len(rows)} row(s) before it are kept",
+                      file=sys.stderr)
+                finish(rows, args.json)
+                return exits.INTERRUPTED
             repeats = sorted({r.repeat for r in results})
             todo = tasks(point, repeats, runs_via(results), scales=(CONFIG_SCALE,))
             done = run_all(todo, args.out / SIM_CACHE)       # each run once: the means and each repeat's
@@ -199,11 +212,15 @@ def main(argv=None) -> int:
                 r["paired"] = paired(emu_rep.get(r["job"], {}), sim_rep.get(r["job"], {}))
                 rows.append(r)
                 print(line(r), flush=True)
+    finish(rows, args.json)
+    return 0
+
+
+def finish(rows: list[dict], out: Path | None) -> None:
     print(f"targets: each job's baseline CCT within {CCT_PCT:g} % of the simulation's, its change within "
           f"{CHANGE_POINTS:g} points; {sum(map(met, rows))} of {len(rows)} met")
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
-    return 0
+    if out:
+        out.write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

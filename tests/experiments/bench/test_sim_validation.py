@@ -4,10 +4,13 @@ repeat and the emulation against the simulation on the same schedules
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
+from contract import exits
+from experiments.bench import sim_validation
 from experiments.bench.sim_validation import paired, repeat_changes
 
 
@@ -28,3 +31,20 @@ def test_paired_differences_over_the_repeats_both_have():
     assert p["sim_change_std_points"] == pytest.approx(18.8237, abs=1e-3)         # std of 4, -30, 1
     one = paired({1: 10.0}, {1: 4.0})
     assert one["diff_mean_points"] == 6.0 and one["diff_se_points"] is None
+
+
+def test_an_interrupted_batch_stops_the_bench_with_its_rows_so_far(monkeypatch, tmp_path, capsys):
+    calls = []
+
+    def interrupted(args, points, *rest, **kw):
+        calls.append(points[0][1].name)
+        return exits.INTERRUPTED
+    monkeypatch.setattr(sim_validation, "run_points", interrupted)
+    out = tmp_path / "rows.json"
+    config = sim_validation.CONFIGS / "ci4.toml"
+    code = sim_validation.main(["--config", str(config), "--config", str(config), "--out", str(tmp_path),
+                                "--json", str(out)])
+    assert code == exits.INTERRUPTED
+    assert calls == ["ci4"]                       # the second config never started
+    assert json.loads(out.read_text()) == []
+    assert "interrupted during ci4.toml" in capsys.readouterr().err
