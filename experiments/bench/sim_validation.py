@@ -207,8 +207,9 @@ def main(argv=None) -> int:
             sim = summarise(point, todo, done)
             emu_rep = repeat_changes(emulated_ccts(results))
             sim_rep = repeat_changes(simulated_ccts(todo, done))
-            for r in compare(spec, target, summ, sim, scaling.time if scaling else 1.0):
-                r["scale_k"] = scaling.time if scaling else None
+            k = scaling.time if scaling else None      # --scale K scales time by K, rates not at all
+            for r in compare(spec, target, summ, sim, k or 1.0):
+                r["scale_k"] = k
                 r["paired"] = paired(emu_rep.get(r["job"], {}), sim_rep.get(r["job"], {}))
                 rows.append(r)
                 print(line(r), flush=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from experiments.plan import RunPlan
-from experiments.sim.compiled import CompiledNetwork, CompiledTransport, make_engine
+from experiments.sim.compiled import CompiledNetwork, CompiledTransport, make_engine, network_class
 from experiments.sim.host import SimTransport
 from experiments.sim.network import SimNetwork
 from hosts import wire
@@ -93,7 +93,7 @@ def run(net: Incast, sizes: list[int], starts: list[float], until: float,
         raise ValueError("flows: a CNP from outside (cnp_at) needs the python engine")
     clock = make_engine(engine)
     plan = _plan(net)
-    sim = (SimNetwork if engine == "python" else CompiledNetwork)(clock, plan)
+    sim = network_class(engine)(clock, plan)
     flows = [Flow(i, sizes[i], starts[i]) for i in range(net.senders)]
     left = [net.senders]
     add = _flow if engine == "python" else _compiled_flow
