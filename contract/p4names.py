@@ -37,10 +37,18 @@ Control-plane conventions (the same calls on BMv2 and the twin):
   than ``gate`` ECT packets ahead have left its egress port in a row, counted
   per port in the register ``ahead_run``).
   Probabilities are integers in units of 2^-16 (PROB_ONE = always).
+- The keyless ``sym_verdict``'s default action ``set_verdict(on)`` (0 by
+  default) turns on the leaves' verdict (track ``verdict``): an ECT packet
+  of a tracked flow leaves with the reserved IPv4 flag
+  (contract.tags.VERDICT_FLAG) saying whether this switch would mark it (the
+  flow enabled and outpacing); an ECT packet of a flow the switch does not
+  track is a Symphony candidate when it carries that flag, its marks counted
+  per egress port in ``verdict_marks``.
   topologies/switch/program.py turns (Kmin, Kmax, Pmax, K_sym, P_sym, gate)
   into these entries.
 - Counters are indexed by flow id (``pkts``, ``step_jumps``, ``sym_marks``,
-  ``flow_queue_marks``) or by egress port (``queue_marks``); each counts
+  ``flow_queue_marks``) or by egress port (``queue_marks``,
+  ``verdict_marks``: PORT_COUNTERS); each counts
   packets and bytes.  ``step_jumps`` counts a flow's packets whose tag is
   more than the step window (``step_window``) from the flow's newest step.
 """
@@ -55,7 +63,7 @@ from contract.ecmp import BUCKET_BITS as ECMP_BUCKET_BITS
 from contract.ecmp import BUCKET_TABLE_SIZE as ECMP_SELECT_SIZE
 from contract.ecmp import BUCKETS as ECMP_BUCKETS
 from contract.ecmp import GROUPS_SIZE as ECMP_GROUPS
-from contract.tags import DSCP_TAG_BITS, DSCP_TAG_MASK, TAG_BITS, TAG_MASK, tag_half
+from contract.tags import DSCP_TAG_BITS, DSCP_TAG_MASK, TAG_BITS, TAG_MASK, VERDICT_BIT, tag_half
 from contract.tags import TAG_PORT_BASE as TAG_BASE
 from contract.tags import tag_bits as tag_bits
 from contract.tags import tag_mask as tag_mask
@@ -79,6 +87,7 @@ FORWARD_SIZE = 4096         # one /32 route per host, up to the simulation's 4,0
 FLOWS_SIZE = 1024
 QUEUE_ECN_SIZE = 256
 SYM_ECN_SIZE = 1           # keyless: the default entry only
+SYM_VERDICT_SIZE = 1       # keyless: the default entry only
 QDEPTH_BITS = 19           # enq_qdepth width on v1model and Tofino2
 PORT_BITS = 9
 
@@ -107,6 +116,8 @@ P4_CONSTANTS = {
     "SYM_FLOWS_SIZE": FLOWS_SIZE,
     "SYM_QUEUE_ECN_SIZE": QUEUE_ECN_SIZE,
     "SYM_SYM_ECN_SIZE": SYM_ECN_SIZE,
+    "SYM_SYM_VERDICT_SIZE": SYM_VERDICT_SIZE,
+    "SYM_VERDICT_BIT": VERDICT_BIT,
     "SYM_ECMP_BUCKET_BITS": ECMP_BUCKET_BITS,
     "SYM_ECMP_BUCKETS": ECMP_BUCKETS,
     "SYM_ECMP_GROUPS": ECMP_GROUPS,
@@ -153,6 +164,7 @@ COUNTERS = {c.name: c for c in (
     Counter("sym_marks", MAX_FLOWS),          # per flow: Symphony marks
     Counter("flow_queue_marks", MAX_FLOWS),   # per flow: queue marks
     Counter("queue_marks", NUM_PORTS),        # per egress port: queue marks
+    Counter("verdict_marks", NUM_PORTS),      # per egress port: Symphony marks on a verdict carried in
 )}
 
 # action -> ((param, width), ...)
@@ -165,6 +177,7 @@ ACTIONS = {
               ("tcp", 1)),
     "queue_mark_prob": (("prob", 17),),
     "set_sym_ecn": (("k", QDEPTH_BITS), ("p", 17), ("g", 16)),
+    "set_verdict": (("on", 1),),
     "NoAction": (),
 }
 
@@ -178,14 +191,21 @@ TABLES = {t.name: t for t in (
     Table("queue_ecn", (("meta.qdepth", "range", QDEPTH_BITS),), ("queue_mark_prob", "NoAction"), "NoAction",
           QUEUE_ECN_SIZE),
     Table("sym_ecn", (), ("set_sym_ecn",), "set_sym_ecn", SYM_ECN_SIZE),
+    Table("sym_verdict", (), ("set_verdict",), "set_verdict", SYM_VERDICT_SIZE),
 )}
+
+# the parameters of the keyless tables' default actions as the program declares them
+DEFAULT_PARAMS = {"sym_ecn": (K_SYM_DEFAULT, PROB_ONE, GATE_DEFAULT), "sym_verdict": (0,)}
 
 # convenient names for callers
 FORWARD, SYMPHONY_FLOWS, QUEUE_ECN, SYM_ECN = "forward", "symphony_flows", "queue_ecn", "sym_ecn"
+SYM_VERDICT = "sym_verdict"
 ECMP_SELECT = "ecmp_select"
 FLOW_STEP, STEP_COUNT, FRONTIER, AHEAD_RUN = "flow_step", "step_count", "frontier", "ahead_run"
 PKTS, SYM_MARKS, QUEUE_MARKS, FLOW_QUEUE_MARKS = "pkts", "sym_marks", "queue_marks", "flow_queue_marks"
 STEP_JUMPS = "step_jumps"
+VERDICT_MARKS = "verdict_marks"
+PORT_COUNTERS = (QUEUE_MARKS, VERDICT_MARKS)     # indexed by egress port; the others by flow id
 
 
 def max_ranks(tcp: bool | int) -> int:

@@ -26,6 +26,17 @@ ECN_ECT1 = 0b01
 ECN_ECT0 = 0b10
 ECN_CE = 0b11
 
+# --- a leaf's verdict, carried to the switches after it (track "verdict") ---
+# The reserved (most significant) bit of the IPv4 header's 3-bit flags field:
+# outside the 5-tuple ECMP hashes, the ECN bits and the DSCP that TCP mode's
+# tag takes, so it rides every routing and both transports.  A tracking
+# switch writes whether it found the flow ahead; a switch that tracks nothing
+# marks on it (docs/ecmp.md, "The leaves' verdict").
+VERDICT_BIT = 2                         # hdr.ipv4.flags[2:2]
+VERDICT_FLAG = 1 << VERDICT_BIT         # in hdr.ipv4.flags
+VERDICT_BYTE = 20                       # its byte in an Ethernet + IPv4 frame
+VERDICT_MASK = VERDICT_FLAG << 5        # 0x80 of that byte (flags are its top 3 bits)
+
 # ACKs and CNPs go to the sender's control port, the job's data port + 1, so a
 # switch never counts them as progress of the ring flow.
 CONTROL_PORT_OFFSET = 1

@@ -22,5 +22,5 @@ void bind_packet(nb::module_& m) {
         .def_rw("len", &Pkt::len).def_rw("kind", &Pkt::kind)
         .def_rw("job", &Pkt::job).def_rw("rank", &Pkt::rank).def_rw("step", &Pkt::step)
         .def_rw("offset", &Pkt::offset).def_rw("length", &Pkt::length).def_rw("flags", &Pkt::flags)
-        .def_rw("cum", &Pkt::cum).def_rw("echo", &Pkt::echo);
+        .def_rw("cum", &Pkt::cum).def_rw("echo", &Pkt::echo).def_rw("ip_flags", &Pkt::ip_flags);
 }

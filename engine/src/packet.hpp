@@ -20,6 +20,8 @@ enum class Kind : uint8_t { Other = 0, Data = 1, Ack = 2, Cnp = 3 };
 constexpr uint32_t HEADERS = 42;
 constexpr uint8_t PROTO_UDP = 17;
 constexpr uint8_t DEFAULT_TTL = 64;
+// contract/tags.py's VERDICT_FLAG: the reserved IPv4 flag, a leaf's verdict carried onward
+constexpr uint8_t VERDICT_BIT = 2, VERDICT_FLAG = 1u << VERDICT_BIT;
 
 // 64 bytes, one cache line: a frame is moved through NIC rings, wires and
 // queues at every hop, and on a 1,024-host fabric those moves miss the
@@ -41,6 +43,7 @@ struct Pkt {
     uint32_t cum = 0;                      // ack: bytes received in order
     uint16_t flags = 0;                    // data: transmission number's low 16 bits; ack: ACK_* flags
     uint16_t echo = 0;                     // ack: the newest data packet's flags
+    uint8_t ip_flags = 0;                  // the IPv4 header's 3-bit flags (the leaves' verdict: VERDICT_FLAG)
 
     // ack: the SACK bitmap, bit j of word j / 64 = packet cum_index + 1 + j (null: none)
     const std::vector<uint64_t>* sack() const {

@@ -44,6 +44,7 @@ void Pipeline::reset() {
     range_hits_.clear();
     range_order_ = 0;
     k_sym_ = p4::K_SYM_DEFAULT, p_sym_ = p4::PROB_ONE, gate_ = p4::GATE_DEFAULT;
+    verdict_on_ = false;
     for (int r = 0; r < p4::N_REGS; r++) regs_[r].assign(p4::REGISTERS[r].size, 0);
     for (int c = 0; c < p4::N_CTRS; c++) ctrs_[c].assign(p4::COUNTERS[c].size, CounterCell{});
     drops_.fill(0);
@@ -115,8 +116,13 @@ void Pipeline::table_add(const std::string& table, const std::string& action, co
 
 void Pipeline::table_set_default(const std::string& table, const std::string& action,
                                  const std::vector<uint64_t>& params) {
-    // only sym_ecn's default reaches the data path (pipeline.py's lookups
-    // return None on a miss, whatever the table's default)
+    // only the keyless tables' defaults reach the data path (pipeline.py's
+    // lookups return None on a miss, whatever the table's default)
+    if (table == "sym_verdict") {
+        if (action != "set_verdict" || params.size() != 1) refuse("sym_verdict: set_verdict takes {on}");
+        verdict_on_ = params[0] != 0;
+        return;
+    }
     if (table != "sym_ecn") return;
     if (action != "set_sym_ecn" || params.size() != 3) refuse("sym_ecn: set_sym_ecn takes {k, p, g}");
     k_sym_ = static_cast<uint32_t>(params[0]), p_sym_ = static_cast<uint32_t>(params[1]);
@@ -280,7 +286,7 @@ void Pipeline::egress(Pkt& pkt, Meta& m, int64_t qdepth) {
     const uint32_t r_sym = rng_.getrandbits(16);
     const uint32_t q_prob = queue_prob(m.qdepth);
     m.queue_mark = r_queue < q_prob;
-    const bool candidate = m.tracked && m.enabled == 1 && m.outpacing;
+    const bool candidate = verdict(pkt, m, m.tracked && m.enabled == 1 && m.outpacing);
     const uint32_t run = run_ahead(m.egress_port, candidate);
     m.sym_mark = candidate && (gate_ == 0 || run < gate_) && m.qdepth >= k_sym_ && r_sym < p_sym_;
     if (m.queue_mark || m.sym_mark) pkt.tos |= 3;
@@ -288,7 +294,21 @@ void Pipeline::egress(Pkt& pkt, Meta& m, int64_t qdepth) {
         count(p4::QUEUE_MARKS, static_cast<uint32_t>(m.egress_port), pkt.len);
         if (m.tracked) count(p4::FLOW_QUEUE_MARKS, m.flow_id, pkt.len);
     }
-    if (m.sym_mark) count(p4::SYM_MARKS, m.flow_id, pkt.len);
+    if (m.sym_mark) {
+        if (m.tracked) count(p4::SYM_MARKS, m.flow_id, pkt.len);
+        else count(p4::VERDICT_MARKS, static_cast<uint32_t>(m.egress_port), pkt.len);
+    }
+}
+
+bool Pipeline::verdict(Pkt& pkt, const Meta& m, bool own) const {
+    // pipeline.py's _verdict: sym_verdict on, a tracked packet carries its
+    // candidacy onward; an untracked one is a candidate when it carries one
+    if (!verdict_on_) return own;
+    if (m.tracked) {
+        pkt.ip_flags = own ? (pkt.ip_flags | VERDICT_FLAG) : (pkt.ip_flags & ~VERDICT_FLAG);
+        return own;
+    }
+    return (pkt.ip_flags & VERDICT_FLAG) != 0;
 }
 
 uint32_t Pipeline::run_ahead(int port, bool ahead) {

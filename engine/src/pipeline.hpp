@@ -30,6 +30,7 @@ constexpr uint32_t STEP_WINDOW = W, DSCP_STEP_WINDOW = DSCP_TAG_HALF - 1;
 constexpr uint32_t MAX_FLOWS = 1024, MAX_JOBS = 64, STEP_SLOTS = MAX_JOBS * W, NUM_PORTS = 512;
 constexpr uint32_t PROB_ONE = 1u << 16, K_SYM_DEFAULT = 1, GATE_DEFAULT = 0, RUN_MAX = 0xFFFF;
 constexpr uint32_t FORWARD_SIZE = 4096, FLOWS_SIZE = 1024, QUEUE_ECN_SIZE = 256, SYM_ECN_SIZE = 1;
+constexpr uint32_t SYM_VERDICT_SIZE = 1;
 constexpr uint32_t QDEPTH_BITS = 19, PORT_BITS = 9, QDEPTH_MAX = (1u << QDEPTH_BITS) - 1;
 constexpr uint8_t PROTO_TCP = 6;  // PROTO_UDP: packet.hpp
 // contract/ecmp.py: buckets of the 5-tuple's CRC-32, groups of equal-cost ports
@@ -48,10 +49,10 @@ constexpr RegisterSpec REGISTERS[N_REGS] = {
     {"flow_step", 16, MAX_FLOWS}, {"step_count", 16, STEP_SLOTS},
     {"frontier", 16, MAX_JOBS}, {"ahead_run", 16, NUM_PORTS}};
 
-enum Ctr : uint8_t { PKTS, STEP_JUMPS, SYM_MARKS, FLOW_QUEUE_MARKS, QUEUE_MARKS, N_CTRS };
+enum Ctr : uint8_t { PKTS, STEP_JUMPS, SYM_MARKS, FLOW_QUEUE_MARKS, QUEUE_MARKS, VERDICT_MARKS, N_CTRS };
 constexpr CounterSpec COUNTERS[N_CTRS] = {
     {"pkts", MAX_FLOWS}, {"step_jumps", MAX_FLOWS}, {"sym_marks", MAX_FLOWS},
-    {"flow_queue_marks", MAX_FLOWS}, {"queue_marks", NUM_PORTS}};
+    {"flow_queue_marks", MAX_FLOWS}, {"queue_marks", NUM_PORTS}, {"verdict_marks", NUM_PORTS}};
 
 inline uint32_t step_slot(uint32_t job_slot, uint32_t step) { return (job_slot << W_BITS) | (step & (W - 1)); }
 }  // namespace p4
@@ -158,6 +159,7 @@ private:
     uint64_t range_order_ = 0;
     std::vector<int32_t> range_hits_;        // depth -> index into ranges_, -1 none, -2 not yet looked up
     uint32_t k_sym_ = p4::K_SYM_DEFAULT, p_sym_ = p4::PROB_ONE, gate_ = p4::GATE_DEFAULT;
+    bool verdict_on_ = false;
     std::vector<uint32_t> regs_[p4::N_REGS];
     std::vector<CounterCell> ctrs_[p4::N_CTRS];
     std::array<uint64_t, static_cast<size_t>(Drop::N)> drops_{};
@@ -170,6 +172,7 @@ private:
     Meta drop(Meta& meta, Drop reason);
     void track(Meta& meta, const Track& t, uint32_t step, uint32_t length);
     uint32_t run_ahead(int port, bool ahead);
+    bool verdict(Pkt& pkt, const Meta& m, bool own) const;
     void count(p4::Ctr c, uint32_t index, uint32_t length);
 };
 

@@ -84,6 +84,7 @@ def from_frame(frame: bytes) -> E.Pkt | str:
     pkt.src_ip = int.from_bytes(frame[26:30], "big")
     pkt.dst_ip = int.from_bytes(frame[30:34], "big")
     pkt.proto, pkt.tos, pkt.ttl, pkt.len = proto, frame[15], ttl, n
+    pkt.ip_flags = frame[20] >> 5
     if proto:
         pkt.sport = int.from_bytes(frame[34:36], "big")
         pkt.dport = int.from_bytes(frame[36:38], "big")
@@ -91,12 +92,14 @@ def from_frame(frame: bytes) -> E.Pkt | str:
 
 
 def to_frame(frame: bytes, dst_mac: int, pkt: E.Pkt) -> bytes:
-    """The deparser: `frame` as the pipeline sends it with `pkt`'s TTL and
-    ECN (pipeline.Pipeline.ingress's MAC rewrite, egress's checksum)."""
+    """The deparser: `frame` as the pipeline sends it with `pkt`'s TTL,
+    ECN and IPv4 flags (pipeline.Pipeline.ingress's MAC rewrite, egress's
+    checksum)."""
     buf = bytearray(frame)
     buf[6:12] = frame[0:6]
     buf[0:6] = dst_mac.to_bytes(6, "big")
     buf[15] = pkt.tos
+    buf[20] = (pkt.ip_flags << 5) | (frame[20] & 0x1F)
     buf[22] = pkt.ttl
     buf[24:26] = ipv4_checksum(buf, 14).to_bytes(2, "big")
     return bytes(buf)

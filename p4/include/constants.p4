@@ -87,6 +87,8 @@
 #define SYM_FLOWS_SIZE     1024
 #define SYM_QUEUE_ECN_SIZE 256
 #define SYM_SYM_ECN_SIZE   1         /* keyless: its default entry only */
+#define SYM_SYM_VERDICT_SIZE 1       /* keyless: its default entry only */
+#define SYM_VERDICT_BIT    2         /* hdr.ipv4.flags' reserved bit: a leaf's verdict (contract/tags.py) */
 
 /* ECMP (contract/ecmp.py): a bucket is the low SYM_ECMP_BUCKET_BITS of the
  * 5-tuple's CRC-32; ecmp_select holds every bucket of every group, the

@@ -12,7 +12,8 @@
  *   AheadRunUpdate    ahead_run[port]: ECT packets that Symphony would mark (tracked,
  *                     enabled, outpacing) in a row at the egress port; any other ECT
  *                     packet resets it.  Returns the count before this packet.
- *   PktsCount, StepJumpCount, SymMarkCount, FlowQueueMarkCount (per flow), QueueMarkCount (per port)
+ *   PktsCount, StepJumpCount, SymMarkCount, FlowQueueMarkCount (per flow), QueueMarkCount,
+ *                     VerdictMarkCount (per port)
  *   SymRandom         two 16-bit random numbers
  *   SymLess           a < b for two fields (Tofino's gateways compare a field with
  *                     constants only; T2NA computes b |-| a in a table's action)
@@ -186,11 +187,13 @@ control SymphonyEgress(inout headers_t hdr, inout sym_meta_t meta) {
     SymLess()            below_k_sym;
     SymLess()            gate_open;
     AheadRunUpdate()     ahead_run_update;
+    VerdictMarkCount()   verdict_marks_count;
 
     sym_prob_t   q_prob = 0;
     sym_qdepth_t k_sym = SYM_K_SYM_DEFAULT;
     sym_prob_t   p_sym = SYM_PROB_ONE;
     bit<16>      gate = SYM_GATE_DEFAULT;
+    bit<1>       verdict_on = 0;
 
     /* Queue (DCQCN/RED-style) marking probability by queue depth.  The
      * control plane installs ranges: (Kmin, Kmax] with Pmax (q-Kmin)/(Kmax-Kmin)
@@ -224,6 +227,21 @@ control SymphonyEgress(inout headers_t hdr, inout sym_meta_t meta) {
         size = SYM_SYM_ECN_SIZE;
     }
 
+    /* The leaves' verdict (track "verdict", contract/tags.py VERDICT_FLAG):
+     * on, a tracked flow's packet leaves saying in the reserved IPv4 flag
+     * whether this switch would mark it, and a packet of a flow the switch
+     * does not track is a candidate when it says so. */
+    action set_verdict(bit<1> on) {
+        verdict_on = on;
+    }
+
+    /* Keyless: the control plane turns it on with table_set_default. */
+    table sym_verdict {
+        actions = { set_verdict; }
+        default_action = set_verdict(0);
+        size = SYM_SYM_VERDICT_SIZE;
+    }
+
     apply {
         /* ECN-capable packets only: ECT(1) or ECT(0); CE is already marked. */
         if (hdr.ipv4.isValid() && (hdr.ipv4.ecn == 2w1 || hdr.ipv4.ecn == 2w2)) {
@@ -232,6 +250,7 @@ control SymphonyEgress(inout headers_t hdr, inout sym_meta_t meta) {
             rng.apply(r_queue, r_sym);
             queue_ecn.apply();
             sym_ecn.apply();
+            sym_verdict.apply();
             bit<1> queue_mark;          /* r_queue < q_prob */
             bit<1> sym_draw;            /* r_sym < p_sym */
             bit<1> below_k;             /* qdepth < K_sym */
@@ -241,6 +260,13 @@ control SymphonyEgress(inout headers_t hdr, inout sym_meta_t meta) {
             bit<1> candidate = 0;       /* a packet Symphony would mark */
             if (meta.tracked == 1 && meta.enabled == 1 && meta.outpacing == 1) {
                 candidate = 1;
+            }
+            if (verdict_on == 1) {
+                if (meta.tracked == 1) {
+                    hdr.ipv4.flags[SYM_VERDICT_BIT:SYM_VERDICT_BIT] = candidate;   /* onward */
+                } else if (hdr.ipv4.flags[SYM_VERDICT_BIT:SYM_VERDICT_BIT] == 1) {
+                    candidate = 1;                      /* an earlier switch's verdict */
+                }
             }
             bit<16> run;                /* packets ahead in a row before this one */
             ahead_run_update.apply(meta.egress_port, candidate, run);
@@ -262,7 +288,11 @@ control SymphonyEgress(inout headers_t hdr, inout sym_meta_t meta) {
                 }
             }
             if (sym_mark == 1) {
-                sym_marks_count.apply(meta.flow_id);
+                if (meta.tracked == 1) {
+                    sym_marks_count.apply(meta.flow_id);
+                } else {
+                    verdict_marks_count.apply(meta.egress_port);
+                }
             }
         }
     }

@@ -174,6 +174,11 @@ control QueueMarkCount(in sym_port_t port) {
     apply { queue_marks.count(port); }
 }
 
+control VerdictMarkCount(in sym_port_t port) {
+    Counter<bit<32>, sym_port_t>(SYM_NUM_PORTS, CounterType_t.PACKETS_AND_BYTES) verdict_marks;
+    apply { verdict_marks.count(port); }
+}
+
 /* ahead: the packet is one Symphony would mark; run: the count before it.
  * Two RegisterActions, one executed per packet. */
 control AheadRunUpdate(in sym_port_t port, in bit<1> ahead, out bit<16> run) {

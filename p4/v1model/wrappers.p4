@@ -98,6 +98,11 @@ control QueueMarkCount(in sym_port_t port) {
     apply { queue_marks.count((bit<32>)port); }
 }
 
+control VerdictMarkCount(in sym_port_t port) {
+    counter<bit<32>>(SYM_NUM_PORTS, CounterType.packets_and_bytes) verdict_marks;
+    apply { verdict_marks.count((bit<32>)port); }
+}
+
 /* ahead: the packet is one Symphony would mark; run: the count before it */
 control AheadRunUpdate(in sym_port_t port, in bit<1> ahead, out bit<16> run) {
     register<bit<16>, bit<32>>(SYM_NUM_PORTS) ahead_run;

@@ -21,7 +21,8 @@ def test_registers_and_counters_agree_with_p4names():
 
 def test_table_sizes_and_widths_agree_with_p4names():
     c = E.P4_CONSTANTS
-    assert [c["FORWARD_SIZE"], c["ECMP_SELECT_SIZE"], c["FLOWS_SIZE"], c["QUEUE_ECN_SIZE"], c["SYM_ECN_SIZE"]] == \
+    assert [c["FORWARD_SIZE"], c["ECMP_SELECT_SIZE"], c["FLOWS_SIZE"], c["QUEUE_ECN_SIZE"], c["SYM_ECN_SIZE"],
+            c["SYM_VERDICT_SIZE"]] == \
         [t.size for t in N.TABLES.values()]
     assert c["ECMP_SELECT_SIZE"] == c["ECMP_GROUPS"] * c["ECMP_BUCKETS"] == N.ECMP_SELECT_SIZE
     assert dict(N.ACTIONS["set_sym_ecn"])["k"] == c["QDEPTH_BITS"]

@@ -34,7 +34,7 @@ HELPERS = {
 }
 CLIENT_METHODS = {"table_add", "table_set_default", "table_clear", "register_write", "register_reset"}
 PACKET_FIELDS = {"src", "dst", "proto", "sport", "dport", "ecn", "dscp", "ttl", "frame_len", "payload_len",
-                 "eth_src", "eth_dst", "vihl", "ethertype", "frag_offset"}
+                 "eth_src", "eth_dst", "vihl", "ethertype", "frag_offset", "ip_flags"}
 
 
 class VectorError(ValueError):

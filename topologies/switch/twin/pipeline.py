@@ -19,7 +19,10 @@ Data path, as p4/include/control.p4:
            (enabled, outpacing, the gate open, q >= K_sym, probability
            P_sym) -> CE; ahead_run counts per port the packets Symphony
            would mark in a row (the gate: open while below its size, or
-           always when the size is 0);
+           always when the size is 0); sym_verdict on: a tracked flow's
+           packet carries this switch's candidacy in the reserved IPv4
+           flag, and an untracked one carrying it is a candidate, its
+           marks counted per port in verdict_marks;
            counters by cause; IPv4 checksum recomputed (as v1model's
            update_checksum does for every valid IPv4 header).
 """
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 
 from contract import ecmp
 from contract import p4names as N
+from contract.tags import VERDICT_BYTE, VERDICT_MASK
 from topologies.switch.twin.tables import Table, TwinError
 
 CounterValue = namedtuple("CounterValue", "packets bytes")
@@ -151,6 +155,7 @@ class Pipeline:
         self._flows = self.tables[N.SYMPHONY_FLOWS]
         self._queue_ecn = self.tables[N.QUEUE_ECN]
         self._sym_ecn = self.tables[N.SYM_ECN]
+        self._sym_verdict = self.tables[N.SYM_VERDICT]
         self._decided: dict[bytes, str | tuple] = {}      # ingress's decisions (ingress)
         self._flow_step = self.registers[N.FLOW_STEP]
         self._step_count = self.registers[N.STEP_COUNT]
@@ -364,7 +369,7 @@ class Pipeline:
             q_prob = entry.params[0] if entry is not None and entry.action == "queue_mark_prob" else 0
             k_sym, p_sym, gate = self._sym_ecn.default.params
             pkt.queue_mark = r_queue < q_prob
-            candidate = pkt.tracked and pkt.enabled == 1 and pkt.outpacing
+            candidate = self._verdict(buf, pkt, pkt.tracked and pkt.enabled == 1 and pkt.outpacing)
             run = self._run_ahead(pkt.egress_port, candidate)
             pkt.sym_mark = (candidate and (gate == 0 or run < gate)
                             and qdepth >= k_sym and r_sym < p_sym)
@@ -376,9 +381,23 @@ class Pipeline:
                 if pkt.tracked:
                     self._count(N.FLOW_QUEUE_MARKS, pkt.flow_id, n)
             if pkt.sym_mark:
-                self._count(N.SYM_MARKS, pkt.flow_id, n)
+                if pkt.tracked:
+                    self._count(N.SYM_MARKS, pkt.flow_id, n)
+                else:
+                    self._count(N.VERDICT_MARKS, pkt.egress_port, n)
         buf[24:26] = ipv4_checksum(buf, 14).to_bytes(2, "big")
         return b"".join((buf, memoryview(pkt.whole)[HEADERS:]))
+
+    def _verdict(self, buf: bytearray, pkt: Packet, own: bool) -> bool:
+        """sym_verdict: off, the switch's own candidacy; on, a tracked
+        packet's goes onward in the reserved IPv4 flag, and an untracked
+        packet is a candidate when that flag says an earlier switch's was."""
+        if not self._sym_verdict.default.params[0]:
+            return own
+        if pkt.tracked:
+            buf[VERDICT_BYTE] = (buf[VERDICT_BYTE] | VERDICT_MASK) if own else (buf[VERDICT_BYTE] & ~VERDICT_MASK)
+            return own
+        return bool(buf[VERDICT_BYTE] & VERDICT_MASK)
 
     def _run_ahead(self, port: int, ahead: bool) -> int:
         """AheadRunUpdate: the port's run of packets ahead before this one;

@@ -74,9 +74,9 @@ class Table:
     range_hits: dict = field(default_factory=dict)  # value -> lookup_range's answer, until the table changes
 
     def __post_init__(self):
-        # the program's default action (sym_ecn's with its default parameters)
-        if self.spec.default == "set_sym_ecn":
-            self.default = Entry("set_sym_ecn", (p4names.K_SYM_DEFAULT, p4names.PROB_ONE, p4names.GATE_DEFAULT))
+        # the program's default action (a keyless table's with its default parameters)
+        if self.spec.name in p4names.DEFAULT_PARAMS:
+            self.default = Entry(self.spec.default, p4names.DEFAULT_PARAMS[self.spec.name])
         else:
             self.default = Entry(self.spec.default, ())
 
