@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from itertools import pairwise
 from typing import Any
 
+from contract.p4names import VERDICT_MARKS
 from contract.tags import steps_per_iteration
 
 Event = dict[str, Any]
@@ -300,7 +301,11 @@ def _find_array(dump: dict[str, Any], name: str) -> list[int] | None:
 
 def switch_marks(switches: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Per switch: totals of sym_marks, queue_marks and pkts (None where the
-    dump lacks that array), and the indices with non-zero marks."""
+    dump lacks that array), and the indices with non-zero marks.  Where a
+    dump has verdict_marks (Symphony's marks on a verdict carried in, track
+    verdict: per port, at a switch that tracks none of the flows), they are
+    Symphony marks too: counted in sym_marks, and given apart as
+    verdict_marks."""
     per: dict[str, dict[str, Any]] = {}
     totals: dict[str, int | None] = {name: None for name in SWITCH_ARRAYS}  # None: no dump had it
     for sw, dump in sorted(switches.items()):
@@ -312,6 +317,12 @@ def switch_marks(switches: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 totals[name] = (totals[name] or 0) + row[name]
                 if name in MARK_CAUSES:
                     row[f"{name}_by_index"] = {str(i): v for i, v in enumerate(arr) if v}
+        verdict = _find_array(dump, VERDICT_MARKS)
+        if verdict is not None:
+            row[VERDICT_MARKS] = sum(verdict)
+            row["sym_marks"] = (row["sym_marks"] or 0) + row[VERDICT_MARKS]
+            totals["sym_marks"] = (totals["sym_marks"] or 0) + row[VERDICT_MARKS]
+            totals[VERDICT_MARKS] = (totals.get(VERDICT_MARKS) or 0) + row[VERDICT_MARKS]
         per[sw] = row
     return {"switches": per, "total": totals}
 

@@ -1,5 +1,5 @@
 """Symphony on an ECMP fabric (issue 51, docs/ecmp.md):
-python3 -m experiments.bench.ecmp [--scenario NAME ...] [--routing NAME ...] [--track path|leaves|groups]
+python3 -m experiments.bench.ecmp [--scenario NAME ...] [--routing NAME ...] [--track path|leaves|groups|verdict]
         [--repeats N] [--jobs N] [--scale deployment|config] [--coarse C] [--json FILE] [--plot PNG [--plot-job N]]
 
 Runs each scenario in the simulation (the compiled engine, ``--target sim``)
@@ -9,7 +9,9 @@ with ``[topology] routing`` = destination, ecmp and ecmp-flow (or the
 run`` makes, so the two give the same figures), with
 ``[symphony] track`` = ``--track`` (default path: every switch a flow may
 cross tracks it; leaves: its two access switches only; groups: path's
-switches, each flow's n_local its spine group's size), at the deployment's
+switches, each flow's n_local its spine group's size; verdict: leaves',
+every other switch marking on the verdict the leaf carries in the packet),
+at the deployment's
 scale (``--scale deployment``, its packets ``--coarse`` C to one) or at the
 config's rates, the runs on every core (``--jobs`` N to use fewer), and
 prints:
@@ -26,7 +28,7 @@ prints:
   longest stand short of the job's last step); and from the end-of-run
   dump (switches/<name>.json) how far behind the job's last step its
   frontier ended and how many step_count slots still held arrivals; a
-  spine that tracks none of the job's flows (track leaves) says
+  spine that tracks none of the job's flows (track leaves, verdict) says
   "untracked";
 * Symphony's marks at the spines and at the leaves (a Symphony run's mean).
 
@@ -274,16 +276,22 @@ def spine_rows(spec, runs: dict) -> list[dict]:
     return rows
 
 
+def verdict_marks(dump: dict) -> int:
+    """Symphony's marks on a verdict carried in (track verdict), every port's."""
+    return sum(c.get("packets", 0) for c in dump["counters"].get(pn.VERDICT_MARKS, {}).values())
+
+
 def mark_split(spec, reps: dict[int, dict]) -> dict[str, int]:
     """Symphony's marks at the spines and at the leaves, a Symphony run's
-    mean over the repeats that ran."""
+    mean over the repeats that ran: on the flows a switch tracks, and on the
+    verdicts carried in (track verdict)."""
     spines = set(spines_of(spec))
     out = {"spines": 0, "leaves": 0}
     done = [runs["symphony"] for runs in reps.values() if "switches" in runs.get("symphony", {})]
     for run in done:
         for sw, dump in run["switches"].items():
-            for j in spec.jobs:
-                out["spines" if sw in spines else "leaves"] += marks(dump, j.job)
+            where = "spines" if sw in spines else "leaves"
+            out[where] += sum(marks(dump, j.job) for j in spec.jobs) + verdict_marks(dump)
     return {k: round(v / len(done)) if done else 0 for k, v in out.items()}
 
 
@@ -437,7 +445,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="[topology] routing to run (repeatable; default: all of them)")
     ap.add_argument("--track", choices=TRACKS, default="path",
                     help="[symphony] track of every run: path (every switch a flow may cross), leaves, "
-                         "or groups (path's switches, n_local the size of a flow's spine group)")
+                         "groups (path's switches, n_local the size of a flow's spine group), or verdict "
+                         "(leaves', the others marking on the leaf's verdict the packet carries)")
     ap.add_argument("--repeats", type=at_least_one("a number of repeats"), default=1,
                     help="run on the jitter of repeats 1 to N, as a batch numbers them (default 1: a batch's first)")
     ap.add_argument("--jobs", type=worker_count, help="local worker processes (default: one per core)")

@@ -30,7 +30,10 @@ Symphony's marking condition, as the P4 program computes it: a switch keeps per
 job a frontier, the lowest step among the job's flows that cross it; a flow's
 step there is the newest step it has begun sending (before its first step, the
 step before it, -1); the flow is outpacing at that switch when step - frontier
-> threshold.  Links leaving a host have no switch and so no priority.
+> threshold.  Links leaving a host have no switch and so no priority.  Only
+the switches that track a flow (RingJob.trackers) keep a frontier for it and
+mark it; under the leaves' verdict (RingJob.verdict) a later switch of its
+path marks it too, as the last tracking switch before it judged.
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ class _Edge:
     src: int
     links: tuple[int, ...]
     delay_s: float
-    marked_at: tuple[int, ...] = ()  # its links whose switch tracks it (RingJob.trackers), in path order
+    marked_at: tuple[int, ...] = ()  # its links whose switch may mark it (RingJob.trackers), in path order
+    judged_by: tuple[str, ...] = ()  # per marked link, the switch whose frontier decides (RingJob.verdict)
     pending: deque[int] = field(default_factory=deque)    # steps started by src, not yet being sent
     sending: int | None = None      # global step being sent
     left_bits: float = 0.0
@@ -111,9 +115,16 @@ class _Model:
         delay = sum(self.mi.links[self.link_index[link]].delay_s for link in path)
         links = tuple(self.link_index[link] for link in path)
         sws = job.trackers[r] if job.trackers is not None else None
-        marked_at = tuple(link for link in links if self.switch_of[link] is not None
-                          and (sws is None or self.switch_of[link] in sws))
-        return _Edge(j, r, links, delay, marked_at)
+        marked_at, judged_by, judge = [], [], None
+        for link in links:
+            sw = self.switch_of[link]
+            if sw is not None and (sws is None or sw in sws):
+                judge = sw
+            elif sw is None or not job.verdict or judge is None:
+                continue
+            marked_at.append(link)
+            judged_by.append(judge)
+        return _Edge(j, r, links, delay, tuple(marked_at), tuple(judged_by))
 
     @staticmethod
     def _chunk_bits(job: RingJob) -> list[int]:
@@ -126,7 +137,7 @@ class _Model:
         out: dict[tuple[str, int], list[_Edge]] = {}
         for edges in self.edges:
             for e in edges:
-                for sw in {self.switch_of[link] for link in e.marked_at}:
+                for sw in set(e.judged_by):
                     out.setdefault((sw, e.job), []).append(e)
         return out
 
@@ -227,8 +238,8 @@ class _Model:
     def _low_links(self, active: list[_Edge]) -> tuple[tuple[int, ...], ...]:
         """Per active flow, the links where its switch would mark it."""
         frontier = {key: min(e.step for e in edges) for key, edges in self.crossing.items()}
-        return tuple(tuple(link for link in e.marked_at
-                           if e.step - frontier[(self.switch_of[link], e.job)] > self.threshold)
+        return tuple(tuple(link for link, judge in zip(e.marked_at, e.judged_by, strict=True)
+                           if e.step - frontier[(judge, e.job)] > self.threshold)
                      for e in active)
 
     def _share(self, active: list[_Edge]) -> None:

@@ -30,13 +30,17 @@ class RingJob:
     """A ring AllReduce: `hosts[r]` runs rank r (ring order); `paths[r]` is the
     directed links from rank r to rank r+1 (mod N); `trackers[r]` the
     switches that track that edge's flow, keep its job's frontier and may
-    mark it (symphony.track), None: every switch of its path."""
+    mark it (symphony.track), None: every switch of its path; `verdict`:
+    every later switch of the path marks it too, as the last tracking
+    switch before it judged (track verdict: the leaf's verdict carried in
+    the packet)."""
     job: int
     hosts: tuple[str, ...]
     paths: tuple[tuple[str, ...], ...]
     message_bytes: int
     iterations: int
     trackers: tuple[frozenset[str], ...] | None = None
+    verdict: bool = False
 
     @property
     def n_ranks(self) -> int:

@@ -17,7 +17,8 @@ The schedule is taken as the runner applies it, after
 * where Symphony acts: per ring edge the switches that track its flow, the
   control plane's (``controlplane.tracking_switches``, ``[symphony]
   track``): under ``leaves`` its two access switches alone keep a frontier
-  for it and may mark it;
+  for it and may mark it; under ``verdict`` they alone keep one, and the
+  switches between mark it as the source's leaf judged;
 * rate squeezes (and netem turned into squeezes by the fallback): the
   injector's own timeline, ``jitter.schedule.rate_changes`` (where squeezes
   overlap the lowest rate holds), each change on both directions of the link,
@@ -144,7 +145,8 @@ def scenario(spec: ExperimentSpec, events: Iterable[Mapping]) -> Scenario:
     topo = spec.topo
     table = next_ports(topo)
     jobs = tuple(RingJob(j.job, j.hosts, ring_paths(topo, j.hosts, table, j.placed.data_port), j.message_bytes,
-                         j.iterations, ring_trackers(topo, j.placed, spec.symphony.track, table))
+                         j.iterations, ring_trackers(topo, j.placed, spec.symphony.track, table),
+                         verdict=spec.symphony.track == "verdict")
                  for j in spec.jobs)
     changes = tuple(CapacityChange(t, directed, rate * MBIT)
                     for t, name, rate, _ in rate_changes(events) for directed in _both_ways(topo, name))

@@ -132,6 +132,11 @@ def test_cnps_marks_and_rate_traces():
                                        "queue_marks": None, "pkts": None}
     assert marks["total"] == {"sym_marks": 7, "queue_marks": 3, "pkts": 15}
     assert m.switch_marks({})["total"] == {"sym_marks": None, "queue_marks": None, "pkts": None}
+    # a spine under track verdict: its marks on a leaf's verdict are Symphony marks, told apart too
+    marks = m.switch_marks({"p1": {"counters": {"sym_marks": {}, "verdict_marks": {"2": {"packets": 5}, "3": 1}}},
+                            "l1": {"counters": {"sym_marks": [2], "verdict_marks": {"1": 0}}}})
+    assert marks["switches"]["p1"]["sym_marks"] == 6 and marks["switches"]["p1"]["verdict_marks"] == 6
+    assert marks["total"]["sym_marks"] == 8 and marks["total"]["verdict_marks"] == 6
 
 
 def test_run_metrics_relative_times_and_jobs_apart():

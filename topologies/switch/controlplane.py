@@ -186,12 +186,12 @@ def tracking_switches(topo: TopoSpec, src: str, dst: str, dport: int, track: str
                       table: dict | None = None) -> list[str]:
     """The switches that track a ring flow (symphony.track), in hop order:
     ``path`` and ``groups`` every switch its data may cross over all its
-    steps (routes.ring_switches); ``leaves`` the access switches of its
-    source and destination only (one if they share it), which see every
-    step of the flow whatever the routing (docs/ecmp.md)."""
+    steps (routes.ring_switches); ``leaves`` and ``verdict`` the access
+    switches of its source and destination only (one if they share it),
+    which see every step of the flow whatever the routing (docs/ecmp.md)."""
     if track in ("path", "groups"):
         return ring_switches(topo, src, dst, dport, table)
-    if track == "leaves":
+    if track in ("leaves", "verdict"):
         return list(dict.fromkeys((topo.access_switch(src)[0], topo.access_switch(dst)[0])))
     raise ValueError(f"symphony.track: unknown track {track!r} (known: {', '.join(TRACKS)})")
 
@@ -392,6 +392,8 @@ def install(client, plan: SwitchPlan, ecn: EcnParams, symphony: SymphonyParams, 
         program.install_job(client, slot, [f.flow_id for f in flows], first_step=0, tcp=flows[0].tcp)
     n_queue_ecn = program.install_queue_ecn(client, ecn.kmin, ecn.kmax, ecn.pmax, ecn.frame_packets)
     program.install_sym_ecn(client, symphony.k_sym, symphony.p_sym, symphony.gate_pkts)
+    if symphony.track == "verdict":
+        program.install_verdict(client, True)
     verify_entries(client, plan, n_queue_ecn)
     for q in plan.queues:
         if q.port < 1:
@@ -446,7 +448,7 @@ def dump_switch(client, plan: SwitchPlan) -> dict:
     ports = [q.port for q in plan.queues]
     counters = {}
     for name in pn.COUNTERS:
-        idx = ports if name == pn.QUEUE_MARKS else flow_ids
+        idx = ports if name in pn.PORT_COUNTERS else flow_ids
         counters[name] = {str(i): _cell(client.counter_read(name, i)) for i in idx}
     out = {"registers": registers, "counters": counters,
            "flows": [dict(f.__dict__) for f in plan.flows],

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from contract.p4names import GATE_DEFAULT, K_SYM_DEFAULT
 
 # where the control plane installs a ring flow (SymphonyParams.track)
-TRACKS = ("path", "leaves", "groups")
+TRACKS = ("path", "leaves", "groups", "verdict")
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,9 @@ class SymphonyParams:
     TRACKS: "path" at every switch its steps may cross, "leaves" at its
     source's and destination's access switches only, "groups" where "path"
     puts it but with n_local per flow, the size of its spine group
-    (controlplane.group_n_local; docs/ecmp.md);
+    (controlplane.group_n_local; docs/ecmp.md), "verdict" where "leaves"
+    puts it, with every switch marking the flows an earlier switch found
+    ahead (the leaves' verdict carried in the packet; docs/ecmp.md);
     enabled False installs the flows as the baseline (tracked, never marked)."""
 
     threshold: int = 1

@@ -140,3 +140,9 @@ def sym_ecn_params(k_sym: int = N.K_SYM_DEFAULT, p_sym: float = 1.0, gate: int =
 
 def install_sym_ecn(client, k_sym: int = N.K_SYM_DEFAULT, p_sym: float = 1.0, gate: int = N.GATE_DEFAULT) -> None:
     client.table_set_default(N.SYM_ECN, "set_sym_ecn", sym_ecn_params(k_sym, p_sym, gate))
+
+
+def install_verdict(client, on: bool | int) -> None:
+    """sym_verdict: the leaves' verdict carried onward and marked on (track
+    "verdict"), or not (the program's default)."""
+    client.table_set_default(N.SYM_VERDICT, "set_verdict", [str(int(bool(on)))])

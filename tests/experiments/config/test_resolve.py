@@ -137,7 +137,7 @@ def test_defaults_are_the_typed_specs_or_derived(base):
     (lambda r: r.update(dcqcn={"preset": "off", "no_such_field": 1}), r"^dcqcn parameter 'no_such_field'"),
     # what the switches and links can do
     (lambda r: r.update(symphony={"track": "spines"}),
-     r"^symphony\.track: unknown track 'spines' \(known: path, leaves, groups\)$"),
+     r"^symphony\.track: unknown track 'spines' \(known: path, leaves, groups, verdict\)$"),
     (lambda r: r["topology"].update(hosts=8, leaves=2, spines=3, routing="ecmp")
      or r.update(symphony={"track": "groups"}),
      r"^symphony\.track groups: switch l1 spreads over 3 equal-cost ports, and a job's flows keep their spine "

@@ -23,7 +23,7 @@ from experiments.oracle import (
     predict,
     simulate,
 )
-from tests.experiments.oracle.nets import dumbbell, dumbbell_path, hosts, ring, star
+from tests.experiments.oracle.nets import dumbbell, dumbbell_path, duplex, hosts, ring, star
 
 MBIT = 1e6
 MS = 1e-3
@@ -191,6 +191,40 @@ def test_only_the_switches_that_track_a_flow_mark_it(trackers, b_cct_u):
     assert simulate(mi, "symphony", 0).jobs[2].cct_s == approx((b_cct_u * u,))
     with pytest.raises(ModelError, match="1 tracker sets for 4 ring edges"):
         simulate(replace(mi, jobs=(replace(a, trackers=(frozenset(),)), mi.jobs[1])))
+
+
+def _victim_over_a_spine() -> ModelInput:
+    """_victim's jobs with a spine s2 between the leaves s1 and s3: s3>s2
+    runs at 2 Mbit/s, so the one link the two jobs contend for is s2>s1."""
+    sw = frozenset({"s1", "s2", "s3"})
+    left, right = ["a0", "a1", "b0"], ["a2", "a3", "b1"]
+    links = [link for h in left for link in duplex(h, "s1", MBIT, switches=sw)]
+    links += [link for h in right for link in duplex(h, "s3", MBIT, switches=sw)]
+    links += duplex("s1", "s2", MBIT, switches=sw)
+    links += [Link("s3>s2", 2 * MBIT, 0.0, "s3"), Link("s2>s3", MBIT, 0.0, "s2")]
+
+    def path(a: str, b: str) -> tuple[str, ...]:
+        sa, sb = ("s1" if a in left else "s3"), ("s1" if b in left else "s3")
+        middle = () if sa == sb else (f"{sa}>s2", f"s2>{sb}")
+        return (f"{a}>{sa}", *middle, f"{sb}>{b}")
+    jobs = (ring(1, ["a0", "a1", "a2", "a3"], 4000, 1, path), ring(2, ["b0", "b1"], 2000, 1, path))
+    return ModelInput(tuple(links), jobs, straggles=(Straggle(1, 1, 0, 80 * MS),))
+
+
+@pytest.mark.parametrize(("verdict", "b_cct_u"), [(False, 4), (True, 2)])
+def test_a_leafs_verdict_lets_the_spine_after_it_mark(verdict, b_cct_u):
+    # A tracked at the leaves s1 and s3 only (symphony.track leaves or
+    # verdict), Symphony, threshold 0.  a3's flow is ahead at s3 (A's
+    # frontier there is a1's -1: a1 -> a2 ends at s3) from its step 0, but
+    # s3>s2 has room for both jobs; they contend on s2>s1, a spine's link.
+    # Leaves: s2 marks nothing, B shares s2>s1 as in the baseline, 4u.
+    # Verdict: s2 marks a3's flow as s3 judged it, it yields there, B 2u.
+    u = 8 * MS
+    mi = _victim_over_a_spine()
+    a = mi.jobs[0]
+    mi = replace(mi, jobs=(replace(a, trackers=(frozenset({"s1", "s3"}),) * a.n_ranks, verdict=verdict), mi.jobs[1]))
+    assert simulate(mi, "symphony", 0).jobs[2].cct_s == approx((b_cct_u * u,))
+    assert simulate(mi, "baseline", 0).jobs[2].cct_s == approx((4 * u,))
 
 
 @pytest.mark.parametrize("variant", BOTH)

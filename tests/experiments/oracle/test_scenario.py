@@ -63,7 +63,9 @@ def test_the_switches_that_track_a_ring_edge_are_the_control_planes():
     assert job.trackers == (frozenset({"l1", "p1", "l2"}),) * 4
     spec = leafspine(spines=2, routing="ecmp")
     (job,) = scenario(replace(spec, symphony=replace(spec.symphony, track="leaves")), []).input.jobs
-    assert job.trackers == (frozenset({"l1", "l2"}),) * 4
+    assert job.trackers == (frozenset({"l1", "l2"}),) * 4 and not job.verdict
+    (job,) = scenario(replace(spec, symphony=replace(spec.symphony, track="verdict")), []).input.jobs
+    assert job.trackers == (frozenset({"l1", "l2"}),) * 4 and job.verdict
 
 
 def test_a_star_path_is_two_links():

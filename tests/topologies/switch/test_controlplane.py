@@ -133,7 +133,9 @@ def test_tracking_switches_is_the_one_rule():
     assert cp.tracking_switches(t, "h1", "h5", 5000) == ["l1", "p1", "p2", "l2"]
     assert cp.tracking_switches(t, "h1", "h5", 5000, "leaves") == ["l1", "l2"]
     assert cp.tracking_switches(t, "h1", "h2", 5000, "leaves") == ["l1"]
-    with pytest.raises(ValueError, match=r"^symphony\.track: unknown track 'spines' \(known: path, leaves, groups\)$"):
+    assert cp.tracking_switches(t, "h1", "h5", 5000, "verdict") == ["l1", "l2"]
+    known = r"\(known: path, leaves, groups, verdict\)$"
+    with pytest.raises(ValueError, match=r"^symphony\.track: unknown track 'spines' " + known):
         cp.tracking_switches(t, "h1", "h5", 5000, "spines")
 
 
@@ -229,6 +231,18 @@ def test_ecn_ranges_and_symphony_defaults(installed):
     assert client.of("table_set_default") == [("sym_ecn", "set_sym_ecn", ["2", str(pn.PROB_ONE // 4), "40"])]
 
 
+def test_track_verdict_installs_as_leaves_and_turns_the_verdict_on():
+    t = leafspine(8, 2, 2, routing="ecmp")
+    leaves, verdict = (cp.plan(t, TRACKED_JOBS, SymphonyParams(track=track)) for track in ("leaves", "verdict"))
+    assert verdict == leaves
+    client = Recorder()
+    cp.install(client, verdict["p1"], ECN, SymphonyParams(track="verdict"))
+    assert client.of("table_set_default")[-1] == ("sym_verdict", "set_verdict", ["1"])
+    client = Recorder()
+    cp.install(client, leaves["p1"], ECN, SymphonyParams(track="leaves"))
+    assert all(c[0] != "sym_verdict" for c in client.of("table_set_default"))
+
+
 def test_queue_rate_and_depth_per_port_never_port_zero(installed):
     _, plan, client = installed
     assert client.of("set_queue_depth") == [(40, 1), (40, 2), (40, 3)]
@@ -301,7 +315,7 @@ def test_dump_reads_every_register_and_the_used_counters(installed):
     assert len(dump["registers"]["step_count"]) == pn.STEP_SLOTS
     assert set(dump["counters"]) == set(pn.COUNTERS)
     assert sorted(dump["counters"]["pkts"]) == ["0", "1", "2", "3"]
-    assert sorted(dump["counters"]["queue_marks"]) == ["1", "2", "3"]
+    assert sorted(dump["counters"]["queue_marks"]) == sorted(dump["counters"]["verdict_marks"]) == ["1", "2", "3"]
     assert dump["counters"]["sym_marks"]["0"] == {"packets": 7, "bytes": 7000}
     assert dump["jobs"] == {"1": 0}
 
