@@ -255,7 +255,8 @@ control SymLess(in bit<32> a, in bit<32> b, out bit<1> lt) {
 /* The ECMP bucket: CRC-32 as zlib (and BMv2's crc32) computes it, given
  * explicitly rather than by HashAlgorithm_t.CRC32's name: polynomial
  * 0x04C11DB7 reflected, init and final xor 0xFFFFFFFF; the bucket is its low
- * SYM_ECMP_BUCKET_BITS.  Not compiled yet (docs/ecmp.md). */
+ * SYM_ECMP_BUCKET_BITS (tests/p4/test_compile.py holds the compiled hash to
+ * contract/ecmp.py). */
 control EcmpHash(in ipv4_addr_t src, in ipv4_addr_t dst, in bit<8> proto, in bit<16> sport, in bit<16> dport,
                  out sym_ecmp_bucket_t bucket) {
     CRCPolynomial<bit<32>>(32w0x04C11DB7, true, false, false, 32w0xFFFFFFFF, 32w0xFFFFFFFF) crc32_poly;

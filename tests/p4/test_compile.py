@@ -9,14 +9,16 @@ backends/tofino/bf-p4c/p4include)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import random
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from contract import p4names
+from contract import ecmp, p4names
 from contract.absent import pretends_absent, reason
 from tests.harness import REPO
 
@@ -65,24 +67,74 @@ def test_t2na_variant_checks_without_warning():
 NO_TOFINO_COMPILER = 3          # scripts/tofino2.sh's exit code when no compiler is installed
 
 
-def test_tofino2_compiles_without_warning(tmp_path):
-    """`make tofino2`'s own script: the compiler's error or warning fails it,
-    and the driver's artefacts are there."""
-    out = tmp_path / "tofino2"
+@pytest.fixture(scope="module")
+def tofino2(tmp_path_factory):
+    """`make tofino2`'s own script, run once: its output directory and result."""
+    out = tmp_path_factory.mktemp("tofino2")
     r = subprocess.run(["bash", "scripts/tofino2.sh", str(out)], capture_output=True, text=True, cwd=REPO,
                        timeout=1800)
     if r.returncode == NO_TOFINO_COMPILER:
         pytest.skip(r.stderr.strip())
+    return out, r
+
+
+def test_tofino2_compiles_without_warning(tofino2):
+    """The compiler's error or warning fails the script, and the driver's
+    artefacts are there."""
+    out, r = tofino2
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     for name in ("bfrt.json", "symphony.p4info.txtpb", "symphony.conf"):
         assert (out / name).stat().st_size > 0, name
     assert list(out.rglob("context.json")) and list(out.rglob("tofino2.bin")), sorted(p.name for p in out.rglob("*"))
-    # the resource summary: every stage within the pipe's, each register in one stage
+    # the resource summary: every stage within the pipe's, each register and
+    # counter in one stage of one gress
     first = r.stdout.split("stages used: ", 1)[1].split("\n", 1)[0]
     used, of = (int(x) for x in first.split(" of "))
     assert 0 < used <= of == 20, first
-    for reg in p4names.REGISTERS:
-        assert sum(f" {reg} (ingress)" in line for line in r.stdout.splitlines()) == 1, (reg, r.stdout)
+    for name in [*p4names.REGISTERS, *p4names.COUNTERS]:
+        held = [line for line in r.stdout.splitlines() if f" {name} (ingress)" in line or f" {name} (egress)" in line]
+        assert len(held) == 1, (name, r.stdout)
+
+
+def _crc(data: bytes, poly: int, width: int, reverse: bool, init: int, final_xor: int) -> int:
+    """A CRC from its parameters as the Tofino compiler states them (the
+    polynomial with its top bit, bits reflected when reverse), bit by bit."""
+    mask = (1 << width) - 1
+    if reverse:
+        poly = int(f"{poly & mask:0{width}b}"[::-1], 2)
+    crc = init
+    for byte in data:
+        for i in range(8):
+            if reverse:
+                bit = (byte >> i) & 1
+                crc = (crc >> 1) ^ (poly if (crc ^ bit) & 1 else 0)
+            else:
+                bit = (byte >> (7 - i)) & 1
+                crc = ((crc << 1) & mask) ^ (poly if ((crc >> (width - 1)) ^ bit) & 1 else 0)
+    return crc ^ final_xor
+
+
+def test_tofino2_ecmp_hash_is_the_contracts(tofino2):
+    """The compiled ECMP hash (context.json's record of EcmpHash) is CRC-32
+    with the parameters that reproduce contract.ecmp's hash, over its fields
+    in its order and widths: the bucket Tofino2 takes is the one every other
+    target takes."""
+    out, r = tofino2
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    context = json.loads(next(out.rglob("context.json")).read_text())
+    calc, = [c for c in context["dynamic_hash_calculations"] if ".ecmp_hash." in c["name"]]
+    algorithm, = calc["algorithms"]
+    fields, = calc["field_lists"]
+    assert [f["bit_width"] for f in fields["fields"]] == [8 * n for _, n in ecmp.FIELDS], fields
+    assert [f["name"] for f in fields["fields"]][:2] == [f"hdr.{name}" for name, _ in ecmp.FIELDS[:2]]
+    assert algorithm["type"] == "crc" and not algorithm["msb"] and not algorithm["extend"], algorithm
+    rng = random.Random(51)
+    for _ in range(200):
+        t = (rng.getrandbits(32), rng.getrandbits(32), rng.choice((6, 17)), rng.getrandbits(16),
+             rng.getrandbits(16))
+        got = _crc(ecmp.hash_bytes(*t), int(algorithm["poly"], 16), 32, algorithm["reverse"],
+                   int(algorithm["init"], 16), int(algorithm["final_xor"], 16))
+        assert got == ecmp.flow_hash(*t), (t, algorithm)
 
 
 def test_tofino2_resource_summary_counts_a_stage():
